@@ -1,0 +1,44 @@
+# Two commands for a newcomer: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relatorios
+export DATABASE_URL
+
+.PHONY: install run test lint format db demo clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.instalado: requirements.txt | $(BIN)/python
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
+	touch $@
+
+install: $(VENV)/.instalado
+
+db: install
+	$(BIN)/python manage.py criar_banco
+	$(BIN)/python manage.py migrate --noinput
+
+demo: db
+	$(BIN)/python manage.py preparar_demo
+
+run: demo
+	$(BIN)/python manage.py collectstatic --noinput -v 0
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
+
+test: install
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+format: install
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,197 @@
+"""Settings for relatorios: every knob is an environment variable with a default.
+
+The README's configuration table lists each variable; keep the two in step.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(nome: str, padrao: str) -> str:
+    return os.environ.get(nome, padrao)
+
+
+def env_int(nome: str, padrao: int) -> int:
+    valor = os.environ.get(nome)
+    if valor is None or valor.strip() == "":
+        return padrao
+    return int(valor)
+
+
+def env_float(nome: str, padrao: float) -> float:
+    valor = os.environ.get(nome)
+    if valor is None or valor.strip() == "":
+        return padrao
+    return float(valor)
+
+
+def env_bool(nome: str, padrao: bool) -> bool:
+    valor = os.environ.get(nome)
+    if valor is None or valor.strip() == "":
+        return padrao
+    return valor.strip().lower() in {"1", "true", "yes", "on", "sim"}
+
+
+def env_list(nome: str, padrao: list[str]) -> list[str]:
+    valor = os.environ.get(nome)
+    if valor is None:
+        return padrao
+    return [item.strip() for item in valor.split(",") if item.strip()]
+
+
+# --- Django core -------------------------------------------------------------
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "relatorios-dev-only-insecure-key-change-me")
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_q",
+    "relatorios",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# The web server and the cluster keep connections open between requests and
+# tasks and check them before reuse. Django's psycopg pool is deliberately not
+# used: django-q2 forks its workers, and pooled sockets do not survive a fork.
+DATABASES = {
+    "default": dj_database_url.parse(
+        env_str("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/relatorios"),
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_USER_MODEL = "relatorios.Usuario"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "pt-br"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+LOGIN_URL = "/entrar/"
+
+# --- REST API ----------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "relatorios.api.permissoes.UsuarioDeTenant",
+    ],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "EXCEPTION_HANDLER": "relatorios.api.erros.tratar_excecao",
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- Report jobs ---------------------------------------------------------------
+
+# How long a finished result is served before a new request recomputes it.
+RELATORIOS_VALIDADE_S = env_int("RELATORIOS_VALIDADE_S", 24 * 3600)
+# How often a running job proves it is alive (a thread with its own connection).
+RELATORIOS_HEARTBEAT_S = env_float("RELATORIOS_HEARTBEAT_S", 10.0)
+# Default limit on a report's SQL (statement_timeout); a type may override it.
+RELATORIOS_TIMEOUT_S = env_int("RELATORIOS_TIMEOUT_S", 300)
+# Longest period (inicio..fim) a request may ask for.
+RELATORIOS_PERIODO_MAX_ANOS = env_int("RELATORIOS_PERIODO_MAX_ANOS", 5)
+# Extra report types (dotted paths to TipoRelatorio subclasses), e.g. for tests.
+RELATORIOS_TIPOS_EXTRAS = env_list("RELATORIOS_TIPOS_EXTRAS", [])
+# Worker processes per cluster.
+RELATORIOS_WORKERS = env_int("RELATORIOS_WORKERS", 2)
+
+# --- django-q2 -----------------------------------------------------------------
+
+# The hard stop kills a worker a little after the report's own SQL timeout, so
+# that a slow query normally ends with a clear error from the statement timeout
+# first. The broker re-delivers a message that was not acknowledged after
+# `retry` seconds; it must exceed the hard stop plus the time a prefetched
+# message can wait behind a running job (queue_limit == workers: at most one
+# job's time), or a long job would be delivered twice.
+Q_TIMEOUT_S = RELATORIOS_TIMEOUT_S + 30
+Q_CLUSTER = {
+    "name": "relatorios",
+    "orm": "default",
+    "workers": RELATORIOS_WORKERS,
+    "timeout": Q_TIMEOUT_S,
+    "retry": 2 * Q_TIMEOUT_S + 60,
+    "queue_limit": RELATORIOS_WORKERS,
+    "bulk": 1,
+    "poll": env_float("Q_POLL_S", 0.2),
+    "ack_failures": True,
+    "max_attempts": 1,
+    "save_limit": env_int("Q_SAVE_LIMIT", 100),
+    "catch_up": False,
+    "recycle": 500,
+    "label": "Fila (django-q2)",
+}
+
+# --- Logging -------------------------------------------------------------------
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "chave_valor": {
+            "()": "relatorios.logs.FormatadorChaveValor",
+            "format": "%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s",
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "chave_valor"},
+    },
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django-q": {"level": env_str("Q_LOG_LEVEL", "INFO")},
+    },
+}
