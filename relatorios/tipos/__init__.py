@@ -1,0 +1,52 @@
+"""The registry of report types: {tipo: TipoRelatorio}.
+
+Adding a type is one module with a TipoRelatorio subclass and one line in
+TIPOS below (or, for types that only exist in a deployment or in the tests,
+a dotted path in RELATORIOS_TIPOS_EXTRAS).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.signals import setting_changed
+from django.utils.module_loading import import_string
+
+from relatorios.tipos.base import TipoRelatorio
+from relatorios.tipos.comissoes import Comissoes
+from relatorios.tipos.estoque import Estoque
+from relatorios.tipos.vendas import Vendas
+
+TIPOS: list[type[TipoRelatorio]] = [Vendas, Comissoes, Estoque]
+
+
+class TipoDesconhecido(LookupError):
+    """No report type of that name."""
+
+
+_registro: dict[str, TipoRelatorio] | None = None
+
+
+def registro() -> dict[str, TipoRelatorio]:
+    global _registro
+    if _registro is None:
+        classes = TIPOS + [import_string(p) for p in settings.RELATORIOS_TIPOS_EXTRAS]
+        _registro = {cls.tipo: cls() for cls in classes}
+    return _registro
+
+
+def obter(tipo: str) -> TipoRelatorio:
+    try:
+        return registro()[tipo]
+    except KeyError:
+        raise TipoDesconhecido(tipo) from None
+
+
+def _esquecer(*, setting: str, **kwargs: Any) -> None:
+    global _registro
+    if setting == "RELATORIOS_TIPOS_EXTRAS":
+        _registro = None
+
+
+setting_changed.connect(_esquecer)

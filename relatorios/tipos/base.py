@@ -1,0 +1,107 @@
+"""The contract every report type fulfils; the worker drives it chunk by chunk."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
+from typing import Any, ClassVar
+
+from django.conf import settings
+from django.db.backends.utils import CursorWrapper
+
+from relatorios import normalizacao
+
+Parte = dict[str, Any]
+Parcial = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Contexto:
+    """What a report may know about its request besides the parameters."""
+
+    job_id: int
+    tenant_id: int
+    fuso_horario: str
+
+
+class TipoRelatorio(ABC):
+    """A report type: its name, its parameters and how to compute it in chunks.
+
+    The worker calls `partes` once, then `gerar_parte` for each chunk (each in
+    its own read-only transaction under the type's statement timeout, saving
+    progress in between), then `combinar` with the partial results in order.
+    Partial results must be JSON (money as strings): they are checkpointed.
+    """
+
+    tipo: ClassVar[str]
+    titulo: ClassVar[str]
+    # False when `agrupar` does not change the result (it is then left out of
+    # the normalized parameters, so that such requests share one job).
+    usa_agrupar: ClassVar[bool] = True
+    # None: RELATORIOS_VALIDADE_S / RELATORIOS_TIMEOUT_S.
+    validade_s: ClassVar[int | None] = None
+    timeout_s: ClassVar[int | None] = None
+
+    def normalizar(self, brutos: Any) -> dict[str, Any]:
+        return normalizacao.normalizar(
+            brutos,
+            periodo_max_anos=settings.RELATORIOS_PERIODO_MAX_ANOS,
+            usa_agrupar=self.usa_agrupar,
+        )
+
+    def validade(self) -> int:
+        return self.validade_s or settings.RELATORIOS_VALIDADE_S
+
+    def timeout(self) -> int:
+        return self.timeout_s or settings.RELATORIOS_TIMEOUT_S
+
+    @abstractmethod
+    def partes(
+        self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
+    ) -> list[Parte]:
+        """The chunks of this request, in result order (JSON, stable across retries)."""
+
+    @abstractmethod
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        """Compute one chunk in SQL."""
+
+    @abstractmethod
+    def combinar(
+        self, params: Mapping[str, Any], parciais: Sequence[Parcial]
+    ) -> dict[str, Any]:
+        """The final `resultado` from the partial results, in chunk order."""
+
+
+def texto(valor: Decimal | int | None) -> str:
+    """Money and other decimals travel as strings, never as floats."""
+    return str(valor if valor is not None else Decimal("0"))
+
+
+def somar(parciais: Sequence[Parcial], campo: str, tipo: type = Decimal) -> Any:
+    """Adds one total across chunks (each already summed by SQL)."""
+    total = tipo(0)
+    for parcial in parciais:
+        total += tipo(parcial["totais"][campo])
+    return total
+
+
+def meses(inicio: str, fim: str) -> list[Parte]:
+    """Splits [inicio, fim] (ISO dates) at month boundaries."""
+    d0, d1 = date.fromisoformat(inicio), date.fromisoformat(fim)
+    partes: list[Parte] = []
+    atual = d0
+    while atual <= d1:
+        proximo = (atual.replace(day=1) + timedelta(days=32)).replace(day=1)
+        ultimo = min(d1, proximo - timedelta(days=1))
+        partes.append({"inicio": atual.isoformat(), "fim": ultimo.isoformat()})
+        atual = proximo
+    return partes

@@ -1,0 +1,66 @@
+"""Report types that exist only for the tests (RELATORIOS_TIPOS_EXTRAS)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db.backends.utils import CursorWrapper
+
+from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio, meses
+
+
+class Quebrado(TipoRelatorio):
+    """A report with a bug: it fails on its first chunk."""
+
+    tipo = "teste_quebrado"
+    titulo = "Quebrado"
+
+    def partes(
+        self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
+    ) -> list[Parte]:
+        return meses(params["inicio"], params["fim"])
+
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        linhas: list[int] = []
+        return {"media": sum(linhas) / len(linhas)}  # the bug: no rows
+
+    def combinar(
+        self, params: Mapping[str, Any], parciais: Sequence[Parcial]
+    ) -> dict[str, Any]:
+        return {}
+
+
+class Lento(TipoRelatorio):
+    """One chunk per month, each a pg_sleep of RELATORIOS_TESTE_PAUSA_S seconds."""
+
+    tipo = "teste_lento"
+    titulo = "Lento"
+
+    def partes(
+        self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
+    ) -> list[Parte]:
+        return meses(params["inicio"], params["fim"])
+
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        pausa = float(os.environ.get("RELATORIOS_TESTE_PAUSA_S", "0.3"))
+        cursor.execute("SELECT pg_sleep(%s), pg_backend_pid()", [pausa])
+        return {"parte": parte, "pid": cursor.fetchone()[1]}
+
+    def combinar(
+        self, params: Mapping[str, Any], parciais: Sequence[Parcial]
+    ) -> dict[str, Any]:
+        return {"partes": [p["parte"] for p in parciais]}
