@@ -1,0 +1,73 @@
+"""The one place that shapes every API error body: {"erro": ..., "campo": ...}."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from relatorios.normalizacao import ErroDeParametro
+from relatorios.tipos import TipoDesconhecido
+
+logger = logging.getLogger(__name__)
+
+_MENSAGENS = {
+    exceptions.NotAuthenticated: (
+        "credenciais ausentes: envie 'Authorization: Token <chave>'"
+    ),
+    exceptions.AuthenticationFailed: "token inválido ou usuário inativo",
+    exceptions.ParseError: "corpo inválido: envie um objeto JSON",
+    exceptions.UnsupportedMediaType: (
+        "corpo deve ser JSON (Content-Type: application/json)"
+    ),
+}
+
+
+def tratar_excecao(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ErroDeParametro):
+        return _erro(status.HTTP_400_BAD_REQUEST, exc.mensagem, campo=exc.campo)
+    if isinstance(exc, (TipoDesconhecido, Http404, exceptions.NotFound)):
+        return _erro(status.HTTP_404_NOT_FOUND, "não encontrado")
+    if isinstance(exc, (exceptions.ParseError, exceptions.UnsupportedMediaType)):
+        # A body that is not JSON is a bad request like any other.
+        return _erro(status.HTTP_400_BAD_REQUEST, _MENSAGENS[type(exc)], campo="corpo")
+    resposta = exception_handler(exc, context)
+    if resposta is None:
+        return None  # not an API error: Django's 500 handling, logged as such
+    if isinstance(exc, exceptions.ValidationError):
+        erros = list(_achatar(exc.detail))
+        corpo: dict[str, Any] = dict(erros[0]) if erros else {"erro": "inválido"}
+        if len(erros) > 1:
+            corpo["erros"] = erros
+        resposta.data = corpo
+        return resposta
+    mensagem = _MENSAGENS.get(type(exc))
+    if mensagem is None and isinstance(exc, exceptions.APIException):
+        mensagem = str(exc.detail)
+    resposta.data = {"erro": mensagem or "erro"}
+    return resposta
+
+
+def _erro(codigo: int, mensagem: str, *, campo: str | None = None) -> Response:
+    corpo = {"erro": mensagem}
+    if campo is not None:
+        corpo["campo"] = campo
+    return Response(corpo, status=codigo)
+
+
+def _achatar(detalhe: Any, campo: str | None = None) -> Any:
+    if isinstance(detalhe, dict):
+        for chave, valor in detalhe.items():
+            yield from _achatar(valor, chave if campo is None else f"{campo}.{chave}")
+    elif isinstance(detalhe, list):
+        for item in detalhe:
+            yield from _achatar(item, campo)
+    else:
+        item = {"erro": str(detalhe)}
+        if campo is not None and campo != "non_field_errors":
+            item["campo"] = campo
+        yield item

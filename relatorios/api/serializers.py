@@ -1,0 +1,40 @@
+"""Output shapes of the report API (seed 000's bodies)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class JobAceitoSerializer(serializers.Serializer):
+    """202 to a submit: the job exists and is pending or running."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    progresso = serializers.IntegerField()
+    criado_em = serializers.DateTimeField()
+
+
+class JobEmAndamentoSerializer(serializers.Serializer):
+    """Status of a pending or running job."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    progresso = serializers.IntegerField()
+
+
+class JobProntoSerializer(serializers.Serializer):
+    """A finished job with its result (money as strings)."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    resultado = serializers.JSONField()
+    concluido_em = serializers.DateTimeField()
+    expira_em = serializers.DateTimeField()
+
+
+class JobFalhouSerializer(serializers.Serializer):
+    """A failed job and a reason a client can show."""
+
+    id = serializers.IntegerField()
+    status = serializers.CharField()
+    erro = serializers.CharField()

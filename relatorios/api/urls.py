@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from django.urls import path, register_converter
+
+from relatorios.api import views
+
+
+class IdDeJob:
+    """Digits only; the range check (bigint) is the tenant-scoped lookup's."""
+
+    regex = "[0-9]{1,20}"
+
+    def to_python(self, valor: str) -> int:
+        return int(valor)
+
+    def to_url(self, valor: int) -> str:
+        return str(valor)
+
+
+register_converter(IdDeJob, "job")
+
+# Seed 000's paths have no trailing slash; one is accepted too, without a
+# redirect (a redirected POST loses its body in many clients).
+urlpatterns = [
+    path("relatorios/jobs/<job:job_id>", views.StatusDoJob.as_view(), name="job"),
+    path("relatorios/jobs/<job:job_id>/", views.StatusDoJob.as_view()),
+    path("relatorios/<slug:tipo>", views.SubmeterRelatorio.as_view(), name="submeter"),
+    path("relatorios/<slug:tipo>/", views.SubmeterRelatorio.as_view()),
+]

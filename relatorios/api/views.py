@@ -1,0 +1,79 @@
+"""The report API: a thin layer over `services` and `consultas`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from relatorios import consultas, services
+from relatorios.api.permissoes import tenant_do_pedido
+from relatorios.api.serializers import (
+    JobAceitoSerializer,
+    JobEmAndamentoSerializer,
+    JobFalhouSerializer,
+    JobProntoSerializer,
+)
+from relatorios.models import Status
+
+# Seed 000: a client polling a pending job should come back in two seconds.
+RETRY_AFTER_S = "2"
+
+
+def representar(job: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Body and headers for a job's current state (status endpoint)."""
+    if job.status == Status.PRONTO:
+        return JobProntoSerializer(job).data, {}
+    if job.status == Status.FALHOU:
+        return JobFalhouSerializer(job).data, {}
+    return JobEmAndamentoSerializer(job).data, {"Retry-After": RETRY_AFTER_S}
+
+
+def local_do_job(job_id: int) -> str:
+    return f"/relatorios/jobs/{job_id}"
+
+
+class SubmeterRelatorio(APIView):
+    """POST /relatorios/<tipo>: 202 and a job id, or 200 with a valid result."""
+
+    def post(self, request: Request, tipo: str) -> Response:
+        submissao = services.submeter(
+            tenant_id=tenant_do_pedido(request),
+            tipo=tipo,
+            params_brutos=request.data,
+            usuario_id=request.user.pk,
+        )
+        job = submissao.job
+        cabecalhos = {"Location": local_do_job(job.id)}
+        if job.status == Status.PRONTO:
+            return Response(JobProntoSerializer(job).data, headers=cabecalhos)
+        cabecalhos["Retry-After"] = RETRY_AFTER_S
+        return Response(
+            JobAceitoSerializer(job).data,
+            status=status.HTTP_202_ACCEPTED,
+            headers=cabecalhos,
+        )
+
+
+class StatusDoJob(APIView):
+    """GET /relatorios/jobs/<id>: the job's state, scoped to the caller's tenant."""
+
+    def get(self, request: Request, job_id: int) -> Response:
+        job = consultas.job_do_tenant(
+            tenant_id=tenant_do_pedido(request),
+            job_id=job_id,
+            campos=(
+                "id",
+                "status",
+                "progresso",
+                "erro",
+                "resultado",
+                "concluido_em",
+                "expira_em",
+            ),
+        )
+        corpo, cabecalhos = representar(job)
+        return Response(corpo, headers=cabecalhos)

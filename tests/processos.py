@@ -1,0 +1,173 @@
+"""Real processes for tests: gunicorn and qcluster on the test database."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import quote
+
+from django.db import connection
+
+RAIZ = Path(__file__).resolve().parent.parent
+TIPOS_DE_TESTE = ",".join(
+    f"tests.tipos_de_teste.{nome}" for nome in ("Quebrado", "Lento")
+)
+
+
+def ambiente(**extras: str) -> dict[str, str]:
+    """The environment of a child process: same code, the test database."""
+    banco = connection.settings_dict
+    usuario = quote(banco.get("USER") or "")
+    senha = banco.get("PASSWORD") or ""
+    credenciais = f"{usuario}:{quote(senha)}@" if senha else f"{usuario}@"
+    env = dict(os.environ)
+    env.update(
+        {
+            "DATABASE_URL": (
+                f"postgres://{credenciais}{banco.get('HOST') or '127.0.0.1'}:"
+                f"{banco.get('PORT') or 5432}/{banco['NAME']}"
+            ),
+            "RELATORIOS_TIPOS_EXTRAS": TIPOS_DE_TESTE,
+            "RELATORIOS_HEARTBEAT_S": "0.5",
+            "Q_POLL_S": "0.05",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(extras)
+    return env
+
+
+def porta_livre() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Processo:
+    """A child in its own process group, so a signal reaches all it forked."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log: Path) -> None:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        self.log = log
+        self._saida: IO[bytes] = log.open("ab")
+        self.popen = subprocess.Popen(
+            args,
+            cwd=RAIZ,
+            env=env,
+            stdout=self._saida,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def vivo(self) -> bool:
+        return self.popen.poll() is None
+
+    def sinal(self, sinal: int, *, grupo: bool = True) -> None:
+        try:
+            if grupo:
+                os.killpg(self.pid, sinal)
+            else:
+                os.kill(self.pid, sinal)
+        except ProcessLookupError:
+            pass
+
+    def parar(self, timeout: float = 30) -> None:
+        """SIGTERM to the main process (graceful), then SIGKILL to the group."""
+        if self.vivo():
+            self.sinal(signal.SIGTERM, grupo=False)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.popen.wait(timeout)
+        self.matar()
+
+    def matar(self) -> None:
+        self.sinal(signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.popen.wait(10)
+        self._saida.close()
+
+    def texto_do_log(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def iniciar_cluster(log: Path, **extras: str) -> Processo:
+    processo = Processo(
+        [sys.executable, "manage.py", "qcluster"], ambiente(**extras), log
+    )
+    _esperar_texto(processo, "running.", "qcluster")
+    return processo
+
+
+def iniciar_gunicorn(log: Path, **extras: str) -> tuple[Processo, str]:
+    porta = porta_livre()
+    env = ambiente(
+        GUNICORN_BIND=f"127.0.0.1:{porta}",
+        GUNICORN_ACCESSLOG="",
+        **extras,
+    )
+    processo = Processo(
+        [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"],
+        env,
+        log,
+    )
+    url = f"http://127.0.0.1:{porta}"
+    limite = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/relatorios/jobs/1", timeout=2)
+        except urllib.error.HTTPError:
+            return processo, url  # 401: the app answers
+        except OSError:
+            if not processo.vivo() or time.monotonic() > limite:
+                processo.matar()
+                raise RuntimeError(
+                    f"gunicorn não subiu:\n{processo.texto_do_log()}"
+                ) from None
+            time.sleep(0.1)
+
+
+def _esperar_texto(processo: Processo, texto: str, nome: str) -> None:
+    limite = time.monotonic() + 60
+    while texto not in processo.texto_do_log():
+        if not processo.vivo() or time.monotonic() > limite:
+            processo.matar()
+            raise RuntimeError(f"{nome} não subiu:\n{processo.texto_do_log()}")
+        time.sleep(0.1)
+
+
+def filhos(pid: int) -> list[int]:
+    """Direct children of a process, from /proc."""
+    caminho = Path(f"/proc/{pid}/task/{pid}/children")
+    try:
+        return [int(p) for p in caminho.read_text().split()]
+    except FileNotFoundError:
+        return []
+
+
+def requisitar(
+    metodo: str, url: str, *, token: str, corpo: bytes | None = None
+) -> tuple[int, dict[str, str], Any]:
+    """One real HTTP request; returns status, headers and the parsed JSON body."""
+    import json
+
+    pedido = urllib.request.Request(url, data=corpo, method=metodo)
+    pedido.add_header("Authorization", f"Token {token}")
+    if corpo is not None:
+        pedido.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(pedido, timeout=60) as resposta:
+            return resposta.status, dict(resposta.headers), json.loads(resposta.read())
+    except urllib.error.HTTPError as erro:
+        return erro.code, dict(erro.headers), json.loads(erro.read() or b"null")
