@@ -60,8 +60,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
-    "django_q",
+    # Before django_q: its `qcluster` command is extended here (sweep, graceful stop).
     "relatorios",
+    "django_q",
 ]
 
 MIDDLEWARE = [
@@ -145,6 +146,30 @@ RELATORIOS_HEARTBEAT_S = env_float("RELATORIOS_HEARTBEAT_S", 10.0)
 RELATORIOS_TIMEOUT_S = env_int("RELATORIOS_TIMEOUT_S", 300)
 # Longest period (inicio..fim) a request may ask for.
 RELATORIOS_PERIODO_MAX_ANOS = env_int("RELATORIOS_PERIODO_MAX_ANOS", 5)
+# A running job whose heartbeat is older than this is an orphan: its worker died.
+RELATORIOS_ORFAO_APOS_S = env_int("RELATORIOS_ORFAO_APOS_S", 60)
+# How often each cluster sweeps for orphans, due retries and lost messages.
+RELATORIOS_VARREDURA_S = env_float("RELATORIOS_VARREDURA_S", 30.0)
+# Attempts before a job that keeps failing for transient reasons gives up.
+RELATORIOS_MAX_TENTATIVAS = env_int("RELATORIOS_MAX_TENTATIVAS", 3)
+# Retry delay: base * 2^(attempt-1), plus up to 100% jitter, capped.
+RELATORIOS_BACKOFF_S = env_float("RELATORIOS_BACKOFF_S", 5.0)
+RELATORIOS_BACKOFF_MAX_S = env_float("RELATORIOS_BACKOFF_MAX_S", 300.0)
+# A pending job whose queue message is this old and no longer in the queue is
+# given a new one (a wiped or lost queue must not strand jobs).
+RELATORIOS_REENFILEIRAR_APOS_S = env_int("RELATORIOS_REENFILEIRAR_APOS_S", 120)
+# Per tenant: running at once, and waiting (new requests beyond it get 429).
+RELATORIOS_MAX_EXECUTANDO_POR_TENANT = env_int(
+    "RELATORIOS_MAX_EXECUTANDO_POR_TENANT", 2
+)
+RELATORIOS_MAX_PENDENTES_POR_TENANT = env_int("RELATORIOS_MAX_PENDENTES_POR_TENANT", 20)
+# Retry-After of a 429.
+RELATORIOS_RETRY_AFTER_429_S = env_int("RELATORIOS_RETRY_AFTER_429_S", 10)
+# On SIGTERM a cluster stops taking jobs; running ones get this long to
+# finish, then are handed back to pendente at once for another cluster.
+RELATORIOS_DESLIGAMENTO_S = env_float("RELATORIOS_DESLIGAMENTO_S", 20.0)
+# django-q2 kills a worker this long after its job's own time budget.
+RELATORIOS_MARGEM_HARD_STOP_S = env_int("RELATORIOS_MARGEM_HARD_STOP_S", 30)
 # Extra report types (dotted paths to TipoRelatorio subclasses), e.g. for tests.
 RELATORIOS_TIPOS_EXTRAS = env_list("RELATORIOS_TIPOS_EXTRAS", [])
 # Worker processes per cluster.
@@ -158,10 +183,12 @@ RELATORIOS_WORKERS = env_int("RELATORIOS_WORKERS", 2)
 # `retry` seconds; it must exceed the hard stop plus the time a prefetched
 # message can wait behind a running job (queue_limit == workers: at most one
 # job's time), or a long job would be delivered twice.
-Q_TIMEOUT_S = RELATORIOS_TIMEOUT_S + 30
+Q_TIMEOUT_S = RELATORIOS_TIMEOUT_S + RELATORIOS_MARGEM_HARD_STOP_S
 Q_CLUSTER = {
     "name": "relatorios",
     "orm": "default",
+    # FIFO dequeue (django-q2's takes rows in any order); see relatorios/fila.py.
+    "broker_class": "relatorios.fila.BrokerOrdenado",
     "workers": RELATORIOS_WORKERS,
     "timeout": Q_TIMEOUT_S,
     "retry": 2 * Q_TIMEOUT_S + 60,

@@ -1,112 +1,145 @@
 """Running one job inside a django-q2 worker: claim, heartbeat, chunks, outcome.
 
-State changes go through `services`; this module only decides which one.
+State changes go through `services`; this module decides which one:
+
+- success: `concluir`;
+- a transient failure (the database connection dropped, a deadlock or
+  serialization failure, the statement timeout, django-q2's hard stop):
+  `adiar`, which retries with backoff up to RELATORIOS_MAX_TENTATIVAS;
+- a permanent failure (a bug or bad data in the report): `falhar` at once;
+- the job was taken from this attempt (the sweep declared it an orphan, or
+  support marked it failed): stop without writing;
+- the cluster is stopping: `devolver`, the job goes back to pendente at once.
+
+A running attempt can be stopped from outside the main thread (the heartbeat
+thread noticing the loss, a shutdown signal): the flag is set and the report's
+running SQL statement is cancelled, so the main thread stops at once instead
+of at the end of a long query.
 """
 
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any
 
+import psycopg
 from django import db
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django_q.exceptions import TimeoutException
 
 from relatorios import services, tipos
-from relatorios.services import JobReivindicado
-from relatorios.tipos.base import Contexto, TipoRelatorio
+from relatorios.services import JobReivindicado, Tentativa
+from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio
 
 logger = logging.getLogger(__name__)
 
+PERDIDO, DESLIGAMENTO = "perdido", "desligamento"
 
-class JobPerdido(Exception):
-    """The attempt lost its job (the fence said no): stop without writing."""
+
+class Interrompido(Exception):
+    """The attempt was stopped from outside (see `Execucao.parar`)."""
+
+
+@dataclass
+class Execucao:
+    """The attempt this worker process is running, if any."""
+
+    tentativa: Tentativa
+    conexao: Any  # the main thread's psycopg connection, to cancel its query
+    motivo: str | None = None
+    _trava: threading.Lock = field(default_factory=threading.Lock)
+
+    def parar(self, motivo: str) -> None:
+        with self._trava:
+            if self.motivo is not None:
+                return
+            self.motivo = motivo
+        try:
+            # Thread- and signal-safe: a cancel request on its own socket.
+            self.conexao.cancel_safe(timeout=5)
+        except Exception:
+            logger.exception(
+                "cancelamento falhou", extra={"job_id": self.tentativa.job_id}
+            )
+
+
+# This worker process's state; a worker runs one job at a time.
+_atual: Execucao | None = None
+_desligando = False
 
 
 class Batimento(threading.Thread):
     """Refreshes heartbeat_em on its own connection while the report runs.
 
     Independent of the report's progress, so a long SQL statement does not look
-    like a dead worker. When the guarded update touches no row the job is no
-    longer this attempt's: `perdido` is set and the report stops at the next
-    chunk boundary.
+    like a dead worker. When the fenced update touches no row the job is no
+    longer this attempt's, and the attempt is stopped at once.
     """
 
-    def __init__(self, *, job_id: int, tentativa: int, intervalo_s: float) -> None:
-        super().__init__(name=f"batimento-{job_id}", daemon=True)
-        self.job_id = job_id
-        self.tentativa = tentativa
+    def __init__(self, execucao: Execucao, intervalo_s: float) -> None:
+        super().__init__(name=f"batimento-{execucao.tentativa.job_id}", daemon=True)
+        self.execucao = execucao
         self.intervalo_s = intervalo_s
-        self.perdido = threading.Event()
         self._parar = threading.Event()
 
     def run(self) -> None:
         try:
             while not self._parar.wait(self.intervalo_s):
                 try:
-                    vivo = services.batimento(
-                        job_id=self.job_id, tentativa=self.tentativa
+                    vivo = services.batimento(tentativa=self.execucao.tentativa)
+                except db.DatabaseError:
+                    # Retried on the next beat; if the database stays away,
+                    # the orphan sweep decides.
+                    logger.warning(
+                        "batimento falhou",
+                        extra={"job_id": self.execucao.tentativa.job_id},
                     )
-                except DatabaseError:
-                    # A lost connection is retried on the next beat; if the
-                    # database stays away, the orphan sweep decides.
-                    logger.warning("batimento falhou", extra={"job_id": self.job_id})
-                    db.close_old_connections()
+                    db.connection.close()
                     continue
                 if not vivo:
-                    self.perdido.set()
+                    self.execucao.parar(PERDIDO)
                     return
         finally:
             # Connections are per thread: this closes only the heartbeat's own.
             db.connections.close_all()
 
-    def parar(self) -> None:
+    def encerrar(self) -> None:
         self._parar.set()
-        self.join(timeout=5)
+        self.join(timeout=10)
 
 
 def executar(*, job_id: int) -> None:
-    """Claim the job and run it to `pronto` or `falhou`; a lost claim does nothing."""
+    """Claim the job and run it to an outcome; a lost claim does nothing."""
+    global _atual
+    if _desligando:
+        # This cluster is stopping: leave the job to another one.
+        services.reenviar(job_id=job_id)
+        return
     job = services.reivindicar(job_id=job_id)
     if job is None:
-        logger.info("job não reivindicado: não está pendente", extra={"job_id": job_id})
+        logger.info("job não reivindicado", extra={"job_id": job_id})
         return
     inicio = time.monotonic()
-    campos = {"job_id": job.id, "tenant_id": job.tenant_id, "tipo": job.tipo}
-    logger.info("job iniciado", extra={**campos, "tentativa": job.tentativa})
-    batimento = Batimento(
-        job_id=job.id,
-        tentativa=job.tentativa,
-        intervalo_s=settings.RELATORIOS_HEARTBEAT_S,
-    )
+    campos = {"job_id": job_id, "tenant_id": job.tenant_id, "tipo": job.tipo}
+    logger.info("job iniciado", extra={**campos, "tentativa": job.tentativa.numero})
+    connection.ensure_connection()
+    execucao = Execucao(tentativa=job.tentativa, conexao=connection.connection)
+    batimento = Batimento(execucao, settings.RELATORIOS_HEARTBEAT_S)
+    _atual = execucao
     batimento.start()
     try:
-        tipo = tipos.obter(job.tipo)
-        resultado = _gerar(tipo, job, batimento)
-        ganhou = services.concluir(
-            job_id=job.id,
-            tentativa=job.tentativa,
-            resultado=resultado,
-            validade_s=tipo.validade(),
-        )
-        desfecho = "pronto" if ganhou else "perdido"
-    except JobPerdido:
-        desfecho = "perdido"
-    except TimeoutException:
-        # django-q2's hard stop (a SystemExit): record it, then let the worker die.
-        _falhar(job, "o relatório excedeu o tempo limite e foi interrompido")
-        raise
-    except Exception as exc:
-        desfecho = "falhou"
-        _falhar(job, mensagem_para_tenant(exc))
+        desfecho = _executar(job, execucao)
     finally:
-        batimento.parar()
+        _atual = None
+        batimento.encerrar()
     duracao = round(time.monotonic() - inicio, 3)
     nivel = logging.ERROR if desfecho == "falhou" else logging.INFO
     logger.log(
@@ -114,15 +147,82 @@ def executar(*, job_id: int) -> None:
         "job terminado",
         extra={**campos, "desfecho": desfecho, "duracao_s": duracao},
     )
+    if desfecho == DESLIGAMENTO:
+        # Handed back; this worker takes nothing more.
+        raise SystemExit(0)
+
+
+def _executar(job: JobReivindicado, execucao: Execucao) -> str:
+    tentativa = job.tentativa
+    try:
+        tipo = tipos.obter(job.tipo)
+        resultado = _gerar(tipo, job, execucao)
+        ganhou = services.concluir(
+            tentativa=tentativa, resultado=resultado, validade_s=tipo.validade()
+        )
+        return "pronto" if ganhou else PERDIDO
+    except TimeoutException:
+        # django-q2's hard stop (a SystemExit): record it, then let the worker die.
+        _reconectar()
+        services.adiar(
+            tentativa=tentativa,
+            erro="o relatório excedeu o tempo limite e foi interrompido",
+            detalhe=traceback.format_exc(),
+        )
+        raise
+    except Exception as exc:
+        motivo = execucao.motivo
+        _reconectar()
+        if motivo == PERDIDO:
+            return PERDIDO
+        if motivo == DESLIGAMENTO:
+            services.devolver(tentativa=tentativa)
+            return DESLIGAMENTO
+        erro, detalhe = mensagem_para_tenant(exc), traceback.format_exc()
+        if transitoria(exc):
+            status = services.adiar(tentativa=tentativa, erro=erro, detalhe=detalhe)
+            return "adiado" if status == "pendente" else str(status or PERDIDO)
+        services.falhar(tentativa=tentativa, erro=erro, detalhe=detalhe)
+        return "falhou"
+
+
+def transitoria(exc: BaseException) -> bool:
+    """Worth another attempt: the database or the clock failed, not the report."""
+    return isinstance(
+        exc,
+        (
+            db.OperationalError,
+            db.InterfaceError,
+            psycopg.OperationalError,
+            TimeoutException,
+        ),
+    )
 
 
 def mensagem_para_tenant(exc: BaseException) -> str:
     """What a client may be shown: what failed, never a traceback."""
-    if isinstance(exc, db.utils.OperationalError) and "statement timeout" in str(exc):
+    causa = exc.__cause__ or exc
+    if isinstance(causa, psycopg.errors.QueryCanceled):
         return "o relatório excedeu o tempo limite de consulta"
+    if isinstance(
+        causa, (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+    ):
+        return "conflito temporário no banco de dados"
+    if transitoria(exc):
+        return "a conexão com o banco de dados falhou durante o relatório"
     primeira_linha = (str(exc).strip().splitlines() or [""])[0][:200]
     nome = type(exc).__name__
     return f"{nome}: {primeira_linha}" if primeira_linha else nome
+
+
+class Acompanhamento:
+    """How `calcular` resumes from and records into a job's checkpoint."""
+
+    def retomar(self, partes: list[Parte]) -> list[Parcial]:
+        return []
+
+    def parte_pronta(self, feitas: int, partes: list[Parte], parcial: Parcial) -> None:
+        pass
 
 
 def calcular(
@@ -131,39 +231,75 @@ def calcular(
     params: dict[str, Any],
     *,
     timeout_s: float,
-    apos_parte: Callable[[int, int], None] | None = None,
+    acompanhamento: Acompanhamento | None = None,
 ) -> dict[str, Any]:
-    """Run a report chunk by chunk; `apos_parte(feitas, total)` after each."""
+    """Run a report chunk by chunk, skipping the chunks already checkpointed."""
+    acompanhamento = acompanhamento or Acompanhamento()
     prazo = time.monotonic() + timeout_s
     with transaction.atomic(), connection.cursor() as cursor:
         _limitar(cursor, prazo)
         partes = tipo.partes(cursor, ctx, params)
-    parciais = []
-    for feitas, parte in enumerate(partes, start=1):
+    parciais = acompanhamento.retomar(partes)
+    for feitas in range(len(parciais) + 1, len(partes) + 1):
         with transaction.atomic(), connection.cursor() as cursor:
             _limitar(cursor, prazo)
-            parciais.append(tipo.gerar_parte(cursor, ctx, params, parte))
-        if apos_parte is not None:
-            apos_parte(feitas, len(partes))
+            parcial = tipo.gerar_parte(cursor, ctx, params, partes[feitas - 1])
+        parciais.append(parcial)
+        acompanhamento.parte_pronta(feitas, partes, parcial)
     return tipo.combinar(params, parciais)
 
 
-def _gerar(
-    tipo: TipoRelatorio, job: JobReivindicado, batimento: Batimento
-) -> dict[str, Any]:
-    def apos_parte(feitas: int, total: int) -> None:
-        # 100 is reserved for `pronto`: a finished last chunk is not a result yet.
-        progresso = min(99, feitas * 100 // total)
-        if batimento.perdido.is_set() or not services.registrar_progresso(
-            job_id=job.id, tentativa=job.tentativa, progresso=progresso
-        ):
-            raise JobPerdido
+class _Checkpoint(Acompanhamento):
+    def __init__(self, job: JobReivindicado, execucao: Execucao) -> None:
+        self.job = job
+        self.execucao = execucao
 
+    def retomar(self, partes: list[Parte]) -> list[Parcial]:
+        salvo = self.job.checkpoint or {}
+        if salvo.get("partes") == partes:
+            parciais = list(salvo.get("parciais") or [])
+            if parciais:
+                logger.info(
+                    "job retomado do checkpoint",
+                    extra={
+                        "job_id": self.job.tentativa.job_id,
+                        "partes": len(parciais),
+                    },
+                )
+            return parciais
+        if salvo:
+            # The request now splits differently (e.g. a store was added).
+            services.descartar_checkpoint(tentativa=self.job.tentativa)
+        return []
+
+    def parte_pronta(self, feitas: int, partes: list[Parte], parcial: Parcial) -> None:
+        if self.execucao.motivo is not None:
+            raise Interrompido(self.execucao.motivo)
+        # 100 is reserved for `pronto`: a finished last chunk is not a result yet.
+        if not services.registrar_progresso(
+            tentativa=self.job.tentativa,
+            progresso=min(99, feitas * 100 // len(partes)),
+            partes=partes,
+            parcial=parcial,
+        ):
+            self.execucao.parar(PERDIDO)
+            raise Interrompido(PERDIDO)
+
+
+def _gerar(
+    tipo: TipoRelatorio, job: JobReivindicado, execucao: Execucao
+) -> dict[str, Any]:
     ctx = Contexto(
-        job_id=job.id, tenant_id=job.tenant_id, fuso_horario=job.fuso_horario
+        job_id=job.tentativa.job_id,
+        tenant_id=job.tenant_id,
+        fuso_horario=job.fuso_horario,
     )
     return calcular(
-        tipo, ctx, job.params, timeout_s=tipo.timeout(), apos_parte=apos_parte
+        tipo,
+        ctx,
+        job.params,
+        timeout_s=tipo.timeout(),
+        acompanhamento=_Checkpoint(job, execucao),
     )
 
 
@@ -176,12 +312,35 @@ def _limitar(cursor: CursorWrapper, prazo: float) -> None:
     )
 
 
-def _falhar(job: JobReivindicado, erro: str) -> None:
-    # The report may have died with the connection; write on a healthy one.
-    db.close_old_connections()
-    services.falhar(
-        job_id=job.id,
-        tentativa=job.tentativa,
-        erro=erro,
-        detalhe=traceback.format_exc(),
-    )
+def _reconectar() -> None:
+    # After a failure mid-statement the connection may be broken or busy;
+    # writing the outcome on a fresh one is cheap and always safe.
+    connection.close()
+
+
+# --- Signals in the worker processes ----------------------------------------------
+
+
+def instalar_sinais(**kwargs: Any) -> None:
+    """django-q2's post_spawn receiver: runs in each new worker process.
+
+    SIGUSR2 (from our qcluster when it starts stopping): take no new job.
+    SIGUSR1 (grace period over) and SIGTERM (the whole process group was
+    told to stop): hand the running job back at once, then exit.
+    """
+    signal.signal(signal.SIGUSR2, _parar_de_reivindicar)
+    signal.signal(signal.SIGUSR1, _devolver_agora)
+    signal.signal(signal.SIGTERM, _devolver_agora)
+
+
+def _parar_de_reivindicar(signum: int, frame: FrameType | None) -> None:
+    global _desligando
+    _desligando = True
+
+
+def _devolver_agora(signum: int, frame: FrameType | None) -> None:
+    global _desligando
+    _desligando = True
+    if _atual is None:
+        raise SystemExit(0)
+    _atual.parar(DESLIGAMENTO)

@@ -2,36 +2,56 @@
 
 Views, admin actions, tasks and commands call these functions; none of them
 saves a job itself. Every transition is a guarded UPDATE that reports whether
-it won, and every write a worker makes is fenced by its attempt number
-(`tentativas`), so a worker that lost its job cannot overwrite the row.
+it won. Every write a worker makes is fenced by its attempt (`Tentativa`: the
+attempt number and the claim's timestamp, since a restart resets the number),
+so a worker that lost its job can never overwrite the row.
+
+Tenant slots. At most RELATORIOS_MAX_EXECUTANDO_POR_TENANT jobs of a tenant
+are "in flight": running, or pending with a queue message. A job beyond that
+waits without a message (`enfileirado_em` NULL) and is dispatched, oldest
+first, when a slot frees. So one tenant's hundred jobs never stand in the
+queue in front of another tenant's one. Slot and cap decisions are taken under
+a lock on the tenant's row (FOR NO KEY UPDATE: it does not block the foreign
+key checks of inserts), so concurrent submits and claims cannot overshoot.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models.functions import Now
+from django_q.models import OrmQ
 from django_q.tasks import async_task
 
 from relatorios import normalizacao, tipos
+from relatorios.fila import BrokerComAtraso
 from relatorios.models import RelatorioJob, Status
+from relatorios.models.jobs import Agora
 
 logger = logging.getLogger(__name__)
 
 TAREFA = "relatorios.tasks.executar_relatorio"
-# A worker is killed this long after its report's own SQL timeout (the hard
-# stop); the Q_CLUSTER retry in settings is derived from the same margin.
-MARGEM_HARD_STOP_S = 30
 
 _COLUNAS_ESTADO = (
-    "id, status, progresso, criado_em, erro, resultado, concluido_em, expira_em"
+    "id, status, progresso, criado_em, erro, resultado, concluido_em, expira_em,"
+    " tentativas, proxima_tentativa_em"
 )
+# What a job forgets when it starts over (seed 000's restart, admin's rerun).
+_RECOMECO = """
+    status = 'pendente', tentativas = 0, erro = NULL, erro_detalhe = NULL,
+    resultado = NULL, checkpoint = NULL, criado_em = now(), iniciado_em = NULL,
+    heartbeat_em = NULL, concluido_em = NULL, expira_em = NULL, progresso = 0,
+    proxima_tentativa_em = NULL
+"""
 
 
 @dataclass(frozen=True)
@@ -46,22 +66,22 @@ class JobEstado:
     resultado: Any
     concluido_em: datetime | None
     expira_em: datetime | None
+    tentativas: int
+    proxima_tentativa_em: datetime | None
 
     @classmethod
     def da_linha(cls, linha: Sequence[Any]) -> JobEstado:
-        resultado = linha[5]
-        # Django loads jsonb as text for its JSONField; raw cursors see the text.
-        if isinstance(resultado, str):
-            resultado = json.loads(resultado)
         return cls(
             id=linha[0],
             status=linha[1],
             progresso=linha[2],
             criado_em=linha[3],
             erro=linha[4],
-            resultado=resultado,
+            resultado=_json(linha[5]),
             concluido_em=linha[6],
             expira_em=linha[7],
+            tentativas=linha[8],
+            proxima_tentativa_em=linha[9],
         )
 
 
@@ -73,16 +93,56 @@ class Submissao:
     criado: bool
 
 
+class LimiteDePendentes(Exception):
+    """The tenant already has its maximum of pending jobs (HTTP 429)."""
+
+    def __init__(self, limite: int) -> None:
+        super().__init__(
+            f"limite de {limite} relatórios pendentes atingido; tente mais tarde"
+        )
+        self.limite = limite
+
+
+@dataclass(frozen=True)
+class Tentativa:
+    """One attempt at a job: the fence of every write its worker makes."""
+
+    job_id: int
+    numero: int
+    iniciado_em: datetime
+
+
 @dataclass(frozen=True)
 class JobReivindicado:
-    """A job a worker now owns, for the attempt `tentativa`."""
+    """A job a worker now owns, for one attempt."""
 
-    id: int
+    tentativa: Tentativa
     tenant_id: int
     tipo: str
     params: dict[str, Any]
-    tentativa: int
     fuso_horario: str
+    checkpoint: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class Acao:
+    """Outcome of a support action on one job: done, or why not."""
+
+    feita: bool
+    motivo: str = ""
+
+
+@dataclass
+class Varredura:
+    """What one sweep did."""
+
+    orfaos_devolvidos: int = 0
+    orfaos_falhos: int = 0
+    despachados: int = 0
+    reenfileirados: int = 0
+
+
+# --- Requests ------------------------------------------------------------------
 
 
 def submeter(
@@ -93,10 +153,12 @@ def submeter(
     1. Normalize the parameters and derive the chave (pure; errors name the field).
     2. Hit path: read the row by chave. One read-only statement: no row lock,
        no WAL. A pending, running or valid finished job answers the request.
-    3. Otherwise (absent, failed or expired) check the store codes and run seed
-       000's upsert. Its ON CONFLICT ... WHERE alone decides, race-free, whether
-       this request creates or restarts the job; the queue message is written
-       in the same transaction, so a committed job always has one.
+    3. Otherwise (absent, failed or expired) check the store codes, lock the
+       tenant, and run seed 000's upsert. Its ON CONFLICT ... WHERE alone
+       decides, race-free, whether this request creates or restarts the job.
+       If it did, the pending cap is checked (LimiteDePendentes rolls it all
+       back) and the queue message is written in the same transaction, when
+       the tenant has a free slot.
     4. An empty RETURNING means another request won the race after step 2
        (its row was not visible to our read, or was being restarted). A new
        statement sees the committed row: go back to step 2.
@@ -112,20 +174,35 @@ def submeter(
         if not lojas_verificadas:
             _verificar_lojas(tenant_id=tenant_id, lojas=params["lojas"])
             lojas_verificadas = True
-        with transaction.atomic():
+        with transaction.atomic(), connection.cursor() as cursor:
+            _travar_tenant(cursor, tenant_id)
+            pendentes, em_voo = _ocupacao(cursor, tenant_id)
+            enfileirar = em_voo < settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT
             novo = _inserir_ou_reiniciar(
+                cursor,
                 chave=chave,
                 tenant_id=tenant_id,
                 tipo=tipo,
                 params=params,
                 usuario_id=usuario_id,
+                enfileirar=enfileirar,
             )
             if novo is not None:
-                _enfileirar(job_id=novo.id, timeout_s=tipo_relatorio.timeout())
+                if pendentes >= settings.RELATORIOS_MAX_PENDENTES_POR_TENANT:
+                    raise LimiteDePendentes(
+                        settings.RELATORIOS_MAX_PENDENTES_POR_TENANT
+                    )
+                if enfileirar:
+                    _enfileirar(job_id=novo.id, tipo=tipo)
         if novo is not None:
             logger.info(
                 "job aceito",
-                extra={"job_id": novo.id, "tenant_id": tenant_id, "tipo": tipo},
+                extra={
+                    "job_id": novo.id,
+                    "tenant_id": tenant_id,
+                    "tipo": tipo,
+                    "enfileirado": enfileirar,
+                },
             )
             return Submissao(job=novo, criado=True)
     # Three lost races in a row on one key means the row keeps flipping between
@@ -133,91 +210,543 @@ def submeter(
     raise RuntimeError(f"submit did not settle for chave {chave}")
 
 
-def reivindicar(*, job_id: int) -> JobReivindicado | None:
-    """Take a pending job for one attempt, or None if it is not pending.
+# --- The worker's side -----------------------------------------------------------
 
-    A second delivery of the same queue message finds nothing to claim.
+
+def reivindicar(*, job_id: int) -> JobReivindicado | None:
+    """Take a pending, due job for one attempt, or None.
+
+    1. Lock the job's tenant (only if the job is pending at all).
+    2. One guarded UPDATE claims it if it is still pending, its retry is due,
+       and the tenant runs fewer than its maximum: the count is a subquery of
+       the same statement, taken after the lock, so concurrent claims of one
+       tenant cannot both see a free slot.
+    3. Due but refused for the limit: it loses its message (`enfileirado_em`
+       NULL) and waits for the dispatch when a slot frees.
+
+    A second delivery of the same message finds nothing to claim.
     """
-    with connection.cursor() as cursor:
-        # Raw SQL: the ORM cannot UPDATE ... FROM ... RETURNING, and the claim
-        # must be one statement to be atomic.
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT t.id FROM tenants t JOIN relatorio_jobs j ON j.tenant_id = t.id
+             WHERE j.id = %s AND j.status = 'pendente'
+               FOR NO KEY UPDATE OF t
+            """,
+            [job_id],
+        )
+        if cursor.fetchone() is None:
+            return None
+        # Raw SQL: the ORM cannot UPDATE ... FROM ... RETURNING.
         cursor.execute(
             """
             UPDATE relatorio_jobs AS j
                SET status = 'executando',
                    tentativas = j.tentativas + 1,
-                   iniciado_em = now(),
-                   heartbeat_em = now()
+                   -- Part of the fence: clock_timestamp() differs even between
+                   -- two claims in one transaction, unlike now().
+                   iniciado_em = clock_timestamp(),
+                   heartbeat_em = now(),
+                   proxima_tentativa_em = NULL
               FROM tenants AS t
-             WHERE j.id = %s AND j.status = 'pendente' AND t.id = j.tenant_id
-            RETURNING j.id, j.tenant_id, j.tipo, j.params, j.tentativas,
-                      t.fuso_horario
+             WHERE j.id = %(id)s AND j.status = 'pendente' AND t.id = j.tenant_id
+               AND (j.proxima_tentativa_em IS NULL OR j.proxima_tentativa_em <= now())
+               AND (SELECT count(*) FROM relatorio_jobs e
+                     WHERE e.tenant_id = j.tenant_id AND e.status = 'executando')
+                   < %(limite)s
+            RETURNING j.id, j.tentativas, j.iniciado_em, j.tenant_id, j.tipo,
+                      j.params, t.fuso_horario, j.checkpoint
             """,
-            [job_id],
+            {"id": job_id, "limite": settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT},
         )
         linha = cursor.fetchone()
-    if linha is None:
-        return None
-    params = json.loads(linha[3]) if isinstance(linha[3], str) else linha[3]
+        if linha is None:
+            cursor.execute(
+                """
+                UPDATE relatorio_jobs SET enfileirado_em = NULL
+                 WHERE id = %s AND status = 'pendente'
+                   AND (proxima_tentativa_em IS NULL OR proxima_tentativa_em <= now())
+                """,
+                [job_id],
+            )
+            if cursor.rowcount:
+                logger.info("job aguarda vaga do tenant", extra={"job_id": job_id})
+            return None
     return JobReivindicado(
-        id=linha[0],
-        tenant_id=linha[1],
-        tipo=linha[2],
-        params=params,
-        tentativa=linha[4],
-        fuso_horario=linha[5],
+        tentativa=Tentativa(job_id=linha[0], numero=linha[1], iniciado_em=linha[2]),
+        tenant_id=linha[3],
+        tipo=linha[4],
+        params=_json(linha[5]),
+        fuso_horario=linha[6],
+        checkpoint=_json(linha[7]),
     )
 
 
-def batimento(*, job_id: int, tentativa: int) -> bool:
+def batimento(*, tentativa: Tentativa) -> bool:
     """Prove the attempt is alive; False once the job is no longer this attempt's."""
-    return _na_tentativa(job_id, tentativa).update(heartbeat_em=Now()) == 1
+    return _na_tentativa(tentativa).update(heartbeat_em=Now()) == 1
 
 
-def registrar_progresso(*, job_id: int, tentativa: int, progresso: int) -> bool:
-    """Record the share of the report done (0..100) for this attempt."""
-    return (
-        _na_tentativa(job_id, tentativa).update(
-            progresso=max(0, min(100, progresso)), heartbeat_em=Now()
+def registrar_progresso(
+    *, tentativa: Tentativa, progresso: int, partes: list[Any], parcial: Any
+) -> bool:
+    """Record one more finished chunk: its partial result and the progress.
+
+    The checkpoint grows by appending in SQL (the partial results travel once);
+    `partes` is rewritten each time so a retry can tell whether the chunks it
+    would compute are the ones the checkpoint holds.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE relatorio_jobs
+               SET progresso = %(progresso)s,
+                   heartbeat_em = now(),
+                   checkpoint = jsonb_build_object(
+                       'partes', %(partes)s::jsonb,
+                       'parciais', coalesce(checkpoint -> 'parciais', '[]'::jsonb)
+                                   || jsonb_build_array(%(parcial)s::jsonb))
+             WHERE id = %(id)s AND status = 'executando'
+               AND tentativas = %(numero)s AND iniciado_em = %(iniciado_em)s
+            """,
+            {
+                "progresso": max(0, min(100, progresso)),
+                "partes": json.dumps(partes),
+                "parcial": json.dumps(parcial),
+                "id": tentativa.job_id,
+                "numero": tentativa.numero,
+                "iniciado_em": tentativa.iniciado_em,
+            },
         )
-        == 1
-    )
+        return cursor.rowcount == 1
 
 
-def concluir(*, job_id: int, tentativa: int, resultado: Any, validade_s: int) -> bool:
+def descartar_checkpoint(*, tentativa: Tentativa) -> bool:
+    """Forget chunks that no longer match the request (e.g. stores changed)."""
+    return _na_tentativa(tentativa).update(checkpoint=None, progresso=0) == 1
+
+
+def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
     """Finish the attempt with its result, valid for `validade_s` seconds."""
-    return (
-        _na_tentativa(job_id, tentativa).update(
+    ganhou = (
+        _na_tentativa(tentativa).update(
             status=Status.PRONTO,
             resultado=resultado,
             progresso=100,
+            checkpoint=None,
             concluido_em=Now(),
             expira_em=Now() + timedelta(seconds=validade_s),
             erro=None,
             erro_detalhe=None,
+            enfileirado_em=None,
         )
         == 1
     )
+    if ganhou:
+        _despachar_do_job(tentativa.job_id)
+    return ganhou
 
 
-def falhar(*, job_id: int, tentativa: int, erro: str, detalhe: str | None) -> bool:
-    """End the attempt as failed: `erro` for the tenant, `detalhe` for staff."""
-    return (
-        _na_tentativa(job_id, tentativa).update(
+def falhar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> bool:
+    """End the attempt as failed for good: `erro` for tenants, `detalhe` for staff."""
+    ganhou = (
+        _na_tentativa(tentativa).update(
             status=Status.FALHOU,
             erro=erro,
             erro_detalhe=detalhe,
             concluido_em=Now(),
+            enfileirado_em=None,
         )
         == 1
     )
+    if ganhou:
+        _despachar_do_job(tentativa.job_id)
+    return ganhou
 
 
-def _na_tentativa(job_id: int, tentativa: int) -> Any:
+def adiar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> str | None:
+    """A transient failure: retry later with backoff, or fail after the last attempt.
+
+    Returns the new status (`pendente` or `falhou`), or None if the fence lost.
+    The delayed message is written with the row, so the retry survives a
+    restart of every cluster: it is just a queue row not visible before its time.
+    """
+    if tentativa.numero >= settings.RELATORIOS_MAX_TENTATIVAS:
+        final = f"{erro} (após {tentativa.numero} tentativas)"
+        return (
+            Status.FALHOU
+            if falhar(tentativa=tentativa, erro=final, detalhe=detalhe)
+            else None
+        )
+    quando = _agora_do_banco() + timedelta(
+        seconds=atraso_de_retentativa(tentativa.numero)
+    )
+    with transaction.atomic():
+        ganhou = (
+            _na_tentativa(tentativa).update(
+                status=Status.PENDENTE,
+                erro=erro,
+                erro_detalhe=detalhe,
+                proxima_tentativa_em=quando,
+                enfileirado_em=Now(),
+            )
+            == 1
+        )
+        if ganhou:
+            tipo = RelatorioJob.objects.values_list("tipo", flat=True).get(
+                pk=tentativa.job_id
+            )
+            _enfileirar(job_id=tentativa.job_id, tipo=tipo, quando=quando)
+    return Status.PENDENTE if ganhou else None
+
+
+def devolver(*, tentativa: Tentativa) -> bool:
+    """Hand a running job back at once (graceful shutdown), without using up an
+    attempt: the cluster stopping is not the job failing. The checkpoint stays,
+    so whoever takes it next resumes."""
+    with transaction.atomic():
+        ganhou = (
+            _na_tentativa(tentativa).update(
+                status=Status.PENDENTE,
+                tentativas=tentativa.numero - 1,
+                proxima_tentativa_em=None,
+                enfileirado_em=Now(),
+            )
+            == 1
+        )
+        if ganhou:
+            tipo = RelatorioJob.objects.values_list("tipo", flat=True).get(
+                pk=tentativa.job_id
+            )
+            _enfileirar(job_id=tentativa.job_id, tipo=tipo)
+    return ganhou
+
+
+def reenviar(*, job_id: int) -> bool:
+    """A fresh message for a pending job whose message this cluster will not run."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE relatorio_jobs SET enfileirado_em = now()
+             WHERE id = %s AND status = 'pendente' AND enfileirado_em IS NOT NULL
+            RETURNING tipo
+            """,
+            [job_id],
+        )
+        linha = cursor.fetchone()
+        if linha is not None:
+            _enfileirar(job_id=job_id, tipo=linha[0])
+    return linha is not None
+
+
+def atraso_de_retentativa(numero: int) -> float:
+    """Exponential backoff with full jitter: base * 2^(n-1) * [1, 2), capped."""
+    base = settings.RELATORIOS_BACKOFF_S * 2 ** max(0, numero - 1)
+    return min(settings.RELATORIOS_BACKOFF_MAX_S, base * (1 + random.random()))
+
+
+# --- The sweep -------------------------------------------------------------------
+
+
+def varrer() -> Varredura:
+    """One pass over what nobody else will fix; safe with any number of copies.
+
+    1. Orphans: running jobs whose heartbeat is older than the orphan timeout
+       go back to pendente with a (delayed) message, or fail after the last
+       attempt. SKIP LOCKED plus the re-checked WHERE make each orphan one
+       sweep's, and bump nothing twice.
+    2. Waiting jobs of tenants with free slots are dispatched (normally the
+       finishing job does it; this catches what a crash left behind).
+    3. Lost messages: due pending jobs whose message is older than
+       RELATORIOS_REENFILEIRAR_APOS_S and no longer waiting in the queue get a
+       new one (a duplicate is harmless: the claim is guarded).
+    """
+    resultado = Varredura()
+    _varrer_orfaos(resultado)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT DISTINCT tenant_id FROM relatorio_jobs
+             WHERE status = 'pendente' AND enfileirado_em IS NULL
+            """
+        )
+        tenants_com_espera = [t for (t,) in cursor.fetchall()]
+    for tenant_id in tenants_com_espera:
+        resultado.despachados += despachar(tenant_id=tenant_id)
+    resultado.reenfileirados = _reenfileirar_perdidos()
+    if any(vars(resultado).values()):
+        logger.info("varredura", extra=vars(resultado))
+    return resultado
+
+
+def despachar(*, tenant_id: int) -> int:
+    """Give queue messages to the tenant's oldest waiting jobs, up to its free slots."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        _travar_tenant(cursor, tenant_id)
+        _, em_voo = _ocupacao(cursor, tenant_id)
+        livres = settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT - em_voo
+        if livres <= 0:
+            return 0
+        cursor.execute(
+            """
+            UPDATE relatorio_jobs SET enfileirado_em = now()
+             WHERE id IN (SELECT id FROM relatorio_jobs
+                           WHERE tenant_id = %s AND status = 'pendente'
+                             AND enfileirado_em IS NULL
+                           ORDER BY criado_em LIMIT %s)
+            RETURNING id, tipo
+            """,
+            [tenant_id, livres],
+        )
+        despachados = cursor.fetchall()
+        for job_id, tipo in despachados:
+            _enfileirar(job_id=job_id, tipo=tipo)
+    return len(despachados)
+
+
+def _varrer_orfaos(resultado: Varredura) -> None:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # The CASE mirrors `adiar`: same messages, same backoff, computed here
+        # for many rows at once.
+        cursor.execute(
+            """
+            WITH orfaos AS (
+                SELECT id FROM relatorio_jobs
+                 WHERE status = 'executando'
+                   AND heartbeat_em < now() - make_interval(secs => %(orfao)s)
+                   FOR UPDATE SKIP LOCKED
+            ), decididos AS (
+                SELECT j.id, j.tentativas < %(max)s AS de_novo, j.tentativas
+                  FROM relatorio_jobs j JOIN orfaos o USING (id)
+            )
+            UPDATE relatorio_jobs AS j
+               SET status = CASE WHEN d.de_novo THEN 'pendente' ELSE 'falhou' END,
+                   erro = CASE WHEN d.de_novo
+                          THEN 'o worker parou de responder'
+                          ELSE format(
+                              'o worker parou de responder (após %%s tentativas)',
+                              d.tentativas) END,
+                   erro_detalhe = format(
+                       'heartbeat de %%s mais antigo que %%s s; tentativa %%s',
+                       j.heartbeat_em, %(orfao)s, d.tentativas),
+                   proxima_tentativa_em = CASE WHEN d.de_novo
+                       THEN now() + make_interval(secs => least(%(teto)s,
+                                     %(base)s * power(2, greatest(d.tentativas - 1, 0))
+                                     * (1 + random()))) END,
+                   concluido_em = CASE WHEN d.de_novo THEN NULL ELSE now() END,
+                   enfileirado_em = CASE WHEN d.de_novo THEN now() END
+              FROM decididos d
+             WHERE j.id = d.id AND j.status = 'executando'
+            RETURNING j.id, j.tenant_id, j.tipo, j.status, j.proxima_tentativa_em
+            """,
+            {
+                "orfao": settings.RELATORIOS_ORFAO_APOS_S,
+                "max": settings.RELATORIOS_MAX_TENTATIVAS,
+                "base": settings.RELATORIOS_BACKOFF_S,
+                "teto": settings.RELATORIOS_BACKOFF_MAX_S,
+            },
+        )
+        linhas = cursor.fetchall()
+        for job_id, tenant_id, tipo, status, quando in linhas:
+            if status == Status.PENDENTE:
+                _enfileirar(job_id=job_id, tipo=tipo, quando=quando)
+                resultado.orfaos_devolvidos += 1
+            else:
+                resultado.orfaos_falhos += 1
+            logger.warning(
+                "job órfão",
+                extra={"job_id": job_id, "tenant_id": tenant_id, "desfecho": status},
+            )
+
+
+def _reenfileirar_perdidos() -> int:
+    limite = settings.RELATORIOS_REENFILEIRAR_APOS_S
+    candidatos = list(
+        RelatorioJob.objects.filter(
+            status=Status.PENDENTE, enfileirado_em__lt=Now() - timedelta(seconds=limite)
+        )
+        .exclude(proxima_tentativa_em__gt=Now() - timedelta(seconds=limite))
+        .values_list("id", flat=True)[:1000]
+    )
+    if not candidatos:
+        return 0
+    presentes = _jobs_na_fila()
+    perdidos = [job_id for job_id in candidatos if job_id not in presentes]
+    if not perdidos:
+        return 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Guarded: a concurrent sweep that re-enqueued first moved enfileirado_em.
+        cursor.execute(
+            """
+            UPDATE relatorio_jobs SET enfileirado_em = now()
+             WHERE id = ANY(%s) AND status = 'pendente'
+               AND enfileirado_em < now() - make_interval(secs => %s)
+            RETURNING id, tipo
+            """,
+            [perdidos, limite],
+        )
+        linhas = cursor.fetchall()
+        for job_id, tipo in linhas:
+            _enfileirar(job_id=job_id, tipo=tipo)
+            logger.warning(
+                "mensagem perdida: job reenfileirado", extra={"job_id": job_id}
+            )
+    return len(linhas)
+
+
+def _jobs_na_fila() -> set[int]:
+    """Jobs with a message still waiting in the queue (not taken by a cluster).
+
+    Messages are signed pickles, so they are read and decoded here; the queue
+    holds at most a few per tenant (see the slots above), so this stays small.
+    """
+    presentes: set[int] = set()
+    for mensagem in OrmQ.objects.filter(lock__lte=Now()):
+        tarefa = mensagem.task
+        if tarefa.get("func") == TAREFA and tarefa.get("args"):
+            presentes.add(int(tarefa["args"][0]))
+    return presentes
+
+
+# --- Support actions (admin) -------------------------------------------------------
+
+
+def reexecutar(*, job_id: int) -> Acao:
+    """Start a failed, stuck or expired job over, under the API's rules.
+
+    A stuck job's worker is fenced out (its claim timestamp no longer matches).
+    The tenant's pending cap applies, and the job takes a slot or waits for one.
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        tenant_id = _travar_tenant_do_job(cursor, job_id)
+        if tenant_id is None:
+            return Acao(False, "job não encontrado")
+        pendentes, em_voo = _ocupacao(cursor, tenant_id)
+        if pendentes >= settings.RELATORIOS_MAX_PENDENTES_POR_TENANT:
+            return Acao(False, "o tenant está no limite de relatórios pendentes")
+        # A stuck job is already counted in flight: it keeps its slot.
+        enfileirar = (
+            _status(cursor, job_id) == Status.EXECUTANDO
+            or em_voo < settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT
+        )
+        cursor.execute(
+            f"""
+            UPDATE relatorio_jobs SET {_RECOMECO},
+                   enfileirado_em = CASE WHEN %(enfileirar)s THEN now() END
+             WHERE id = %(id)s
+               AND (status = 'falhou'
+                    OR (status = 'pronto' AND expira_em < now())
+                    OR (status = 'executando'
+                        AND heartbeat_em < now() - make_interval(secs => %(orfao)s)))
+            RETURNING tipo
+            """,
+            {
+                "id": job_id,
+                "enfileirar": enfileirar,
+                "orfao": settings.RELATORIOS_ORFAO_APOS_S,
+            },
+        )
+        linha = cursor.fetchone()
+        if linha is None:
+            return Acao(False, "só falhou, travado ou expirado pode ser reexecutado")
+        if enfileirar:
+            _enfileirar(job_id=job_id, tipo=linha[0])
+    return Acao(True)
+
+
+def marcar_como_falhou(*, job_id: int, motivo: str) -> Acao:
+    """Give up on a pending or running job; `motivo` becomes its `erro`."""
+    motivo = motivo.strip()
+    if not motivo:
+        return Acao(False, "informe o motivo")
+    n = RelatorioJob.objects.filter(
+        pk=job_id, status__in=(Status.PENDENTE, Status.EXECUTANDO)
+    ).update(
+        status=Status.FALHOU,
+        erro=motivo,
+        concluido_em=Now(),
+        proxima_tentativa_em=None,
+        enfileirado_em=None,
+    )
+    if n == 0:
+        return Acao(False, "só pendente ou executando pode ser marcado como falhou")
+    _despachar_do_job(job_id)
+    return Acao(True)
+
+
+def expirar_resultado(*, job_id: int) -> Acao:
+    """End a result's validity now: the next request recomputes it."""
+    # Just before now(): the seed's restart test is `expira_em < now()`.
+    n = RelatorioJob.objects.filter(
+        pk=job_id, status=Status.PRONTO, expira_em__gt=Now()
+    ).update(expira_em=Agora() - timedelta(microseconds=1))
+    return Acao(True) if n else Acao(False, "só resultado pronto e válido pode expirar")
+
+
+# --- Internals ---------------------------------------------------------------------
+
+
+def _na_tentativa(tentativa: Tentativa) -> Any:
     # The fence: only the attempt that claimed the job may write to it.
     return RelatorioJob.objects.filter(
-        pk=job_id, status=Status.EXECUTANDO, tentativas=tentativa
+        pk=tentativa.job_id,
+        status=Status.EXECUTANDO,
+        tentativas=tentativa.numero,
+        iniciado_em=tentativa.iniciado_em,
     )
+
+
+def _travar_tenant(cursor: CursorWrapper, tenant_id: int) -> None:
+    cursor.execute("SELECT 1 FROM tenants WHERE id = %s FOR NO KEY UPDATE", [tenant_id])
+
+
+def _travar_tenant_do_job(cursor: CursorWrapper, job_id: int) -> int | None:
+    cursor.execute(
+        """
+        SELECT t.id FROM tenants t JOIN relatorio_jobs j ON j.tenant_id = t.id
+         WHERE j.id = %s FOR NO KEY UPDATE OF t
+        """,
+        [job_id],
+    )
+    linha = cursor.fetchone()
+    return None if linha is None else int(linha[0])
+
+
+def _status(cursor: CursorWrapper, job_id: int) -> str | None:
+    cursor.execute("SELECT status FROM relatorio_jobs WHERE id = %s", [job_id])
+    linha = cursor.fetchone()
+    return None if linha is None else str(linha[0])
+
+
+def _ocupacao(cursor: CursorWrapper, tenant_id: int) -> tuple[int, int]:
+    """(pending jobs, jobs in flight) of a tenant; reads the two partial indexes."""
+    cursor.execute(
+        """
+        SELECT count(*) FILTER (WHERE status = 'pendente'),
+               count(*) FILTER (WHERE status = 'executando'
+                                   OR enfileirado_em IS NOT NULL)
+          FROM relatorio_jobs
+         WHERE tenant_id = %s AND status IN ('pendente', 'executando')
+        """,
+        [tenant_id],
+    )
+    pendentes, em_voo = cursor.fetchone()
+    return int(pendentes), int(em_voo)
+
+
+def _despachar_do_job(job_id: int) -> None:
+    # Cheap unlocked check first: most tenants have nobody waiting.
+    tenant_id = (
+        RelatorioJob.objects.filter(pk=job_id)
+        .values_list("tenant_id", flat=True)
+        .first()
+    )
+    if tenant_id is None:
+        return
+    if RelatorioJob.objects.filter(
+        tenant_id=tenant_id, status=Status.PENDENTE, enfileirado_em__isnull=True
+    ).exists():
+        despachar(tenant_id=tenant_id)
 
 
 def _ler_por_chave(*, chave: str, tenant_id: int) -> tuple[JobEstado | None, bool]:
@@ -234,38 +763,46 @@ def _ler_por_chave(*, chave: str, tenant_id: int) -> tuple[JobEstado | None, boo
         linha = cursor.fetchone()
     if linha is None:
         return None, False
-    return JobEstado.da_linha(linha), bool(linha[8])
+    return JobEstado.da_linha(linha), bool(linha[10])
 
 
 def _inserir_ou_reiniciar(
+    cursor: CursorWrapper,
     *,
     chave: str,
     tenant_id: int,
     tipo: str,
     params: dict[str, Any],
     usuario_id: int | None,
+    enfileirar: bool,
 ) -> JobEstado | None:
-    with connection.cursor() as cursor:
-        # Seed 000's upsert, verbatim in spirit: the WHERE of DO UPDATE is the
-        # only place that decides when an existing job may start over.
-        cursor.execute(
-            f"""
-            INSERT INTO relatorio_jobs AS j
-                   (chave, tenant_id, tipo, params, status, solicitado_por_id)
-            VALUES (%s, %s, %s, %s::jsonb, 'pendente', %s)
-            ON CONFLICT (chave) DO UPDATE
-               SET status = 'pendente', tentativas = 0, erro = NULL,
-                   erro_detalhe = NULL, resultado = NULL, criado_em = now(),
-                   iniciado_em = NULL, heartbeat_em = NULL, concluido_em = NULL,
-                   expira_em = NULL, progresso = 0,
-                   solicitado_por_id = EXCLUDED.solicitado_por_id
-             WHERE j.status = 'falhou'
-                OR (j.status = 'pronto' AND j.expira_em < now())
-            RETURNING {_COLUNAS_ESTADO}
-            """,
-            [chave, tenant_id, tipo, json.dumps(params), usuario_id],
-        )
-        linha = cursor.fetchone()
+    # Seed 000's upsert: the WHERE of DO UPDATE is the only place that decides
+    # when an existing job may start over.
+    cursor.execute(
+        f"""
+        INSERT INTO relatorio_jobs AS j
+               (chave, tenant_id, tipo, params, status, solicitado_por_id,
+                enfileirado_em)
+        VALUES (%(chave)s, %(tenant)s, %(tipo)s, %(params)s::jsonb, 'pendente',
+                %(usuario)s, CASE WHEN %(enfileirar)s THEN now() END)
+        ON CONFLICT (chave) DO UPDATE
+           SET {_RECOMECO},
+               solicitado_por_id = EXCLUDED.solicitado_por_id,
+               enfileirado_em = EXCLUDED.enfileirado_em
+         WHERE j.status = 'falhou'
+            OR (j.status = 'pronto' AND j.expira_em < now())
+        RETURNING {_COLUNAS_ESTADO}
+        """,
+        {
+            "chave": chave,
+            "tenant": tenant_id,
+            "tipo": tipo,
+            "params": json.dumps(params),
+            "usuario": usuario_id,
+            "enfileirar": enfileirar,
+        },
+    )
+    linha = cursor.fetchone()
     return None if linha is None else JobEstado.da_linha(linha)
 
 
@@ -285,12 +822,24 @@ def _verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:
         )
 
 
-def _enfileirar(*, job_id: int, timeout_s: int) -> None:
+def _enfileirar(*, job_id: int, tipo: str, quando: datetime | None = None) -> None:
     # The ORM broker writes the message through the same connection, inside the
-    # caller's transaction: it commits or rolls back with the job.
-    async_task(
-        TAREFA,
-        job_id,
-        task_name=f"relatorio-{job_id}",
-        q_options={"timeout": timeout_s + MARGEM_HARD_STOP_S},
-    )
+    # caller's transaction: it commits or rolls back with the job's row.
+    opcoes: dict[str, Any] = {
+        "timeout": tipos.obter(tipo).timeout() + settings.RELATORIOS_MARGEM_HARD_STOP_S
+    }
+    if quando is not None:
+        opcoes["broker"] = BrokerComAtraso(quando)
+    async_task(TAREFA, job_id, task_name=f"relatorio-{job_id}", q_options=opcoes)
+
+
+def _agora_do_banco() -> datetime:
+    # Delays are relative to the database clock, which every guard compares with.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        return cursor.fetchone()[0]
+
+
+def _json(valor: Any) -> Any:
+    # Django loads jsonb as text for its JSONField; raw cursors see the text.
+    return json.loads(valor) if isinstance(valor, str) else valor

@@ -78,10 +78,18 @@ def test_submit_de_job_pronto_devolve_200_com_resultado(
 @pytest.mark.parametrize("status", ["pendente", "executando"])
 def test_status_em_andamento(cliente: Client, status: str) -> None:
     job_id = post(cliente, "/relatorios/vendas", PEDIDO).json()["id"]
-    RelatorioJob.objects.filter(pk=job_id).update(status=status, progresso=40)
+    RelatorioJob.objects.filter(pk=job_id).update(
+        status=status, progresso=40, tentativas=1
+    )
     resposta = cliente.get(f"/relatorios/jobs/{job_id}")
     assert resposta.status_code == 200
-    assert resposta.json() == {"id": job_id, "status": status, "progresso": 40}
+    assert resposta.json() == {
+        "id": job_id,
+        "status": status,
+        "progresso": 40,
+        "tentativas": 1,
+        "proxima_tentativa_em": None,
+    }
     assert resposta["Retry-After"] == "2"
 
 

@@ -23,7 +23,14 @@ COLUNAS_DA_SEMENTE = {
     "expira_em": ("timestamp with time zone", "YES", None),
 }
 # Columns the features added, each documented in the README's schema section.
-COLUNAS_EXTRAS = {"progresso", "erro_detalhe", "solicitado_por_id"}
+COLUNAS_EXTRAS = {
+    "progresso",
+    "erro_detalhe",
+    "solicitado_por_id",
+    "proxima_tentativa_em",
+    "enfileirado_em",
+    "checkpoint",
+}
 
 
 def consultar(sql: str, params: list[object] | None = None) -> list[tuple]:

@@ -107,7 +107,7 @@ def test_segunda_entrega_da_mesma_mensagem_nao_executa_de_novo(
     job_id = submeter(
         tenant, "teste_lento", {"inicio": "2026-01-01", "fim": "2026-01-31"}
     )
-    services._enfileirar(job_id=job_id, timeout_s=60)
+    services._enfileirar(job_id=job_id, tipo="teste_lento")
     assert OrmQ.objects.count() == 2
     cluster(RELATORIOS_WORKERS="2")
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import psycopg
 from django.db.backends.utils import CursorWrapper
 
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio, meses
@@ -64,3 +66,63 @@ class Lento(TipoRelatorio):
         self, params: Mapping[str, Any], parciais: Sequence[Parcial]
     ) -> dict[str, Any]:
         return {"partes": [p["parte"] for p in parciais]}
+
+
+class Contado(Lento):
+    """Like Lento, and each chunk it starts leaves a row in teste_execucoes (on
+    its own connection: the report's transaction is read-only), so tests can
+    count what ran where, even across processes killed mid-way."""
+
+    tipo = "teste_contado"
+    titulo = "Contado"
+
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conexao:
+            conexao.execute(
+                "INSERT INTO teste_execucoes (job_id, parte, pid) VALUES (%s, %s, %s)",
+                [ctx.job_id, parte["inicio"], os.getpid()],
+            )
+        return super().gerar_parte(cursor, ctx, params, parte)
+
+    def timeout(self) -> int:
+        return (
+            int(os.environ.get("RELATORIOS_TESTE_TIMEOUT_S", "0")) or super().timeout()
+        )
+
+
+class Dorminhoco(TipoRelatorio):
+    """Stuck in Python, not in SQL: only django-q2's hard stop can end it."""
+
+    tipo = "teste_dorminhoco"
+    titulo = "Dorminhoco"
+
+    def partes(
+        self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
+    ) -> list[Parte]:
+        return [{"unica": True}]
+
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        time.sleep(float(os.environ.get("RELATORIOS_TESTE_PAUSA_S", "0.3")))
+        return {}
+
+    def combinar(
+        self, params: Mapping[str, Any], parciais: Sequence[Parcial]
+    ) -> dict[str, Any]:
+        return {}
+
+    def timeout(self) -> int:
+        return (
+            int(os.environ.get("RELATORIOS_TESTE_TIMEOUT_S", "0")) or super().timeout()
+        )

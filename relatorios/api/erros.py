@@ -5,12 +5,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from relatorios.normalizacao import ErroDeParametro
+from relatorios.services import LimiteDePendentes
 from relatorios.tipos import TipoDesconhecido
 
 logger = logging.getLogger(__name__)
@@ -30,6 +32,10 @@ _MENSAGENS = {
 def tratar_excecao(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ErroDeParametro):
         return _erro(status.HTTP_400_BAD_REQUEST, exc.mensagem, campo=exc.campo)
+    if isinstance(exc, LimiteDePendentes):
+        limite = _erro(status.HTTP_429_TOO_MANY_REQUESTS, str(exc))
+        limite["Retry-After"] = str(settings.RELATORIOS_RETRY_AFTER_429_S)
+        return limite
     if isinstance(exc, (TipoDesconhecido, Http404, exceptions.NotFound)):
         return _erro(status.HTTP_404_NOT_FOUND, "não encontrado")
     if isinstance(exc, (exceptions.ParseError, exceptions.UnsupportedMediaType)):

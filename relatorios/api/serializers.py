@@ -15,11 +15,13 @@ class JobAceitoSerializer(serializers.Serializer):
 
 
 class JobEmAndamentoSerializer(serializers.Serializer):
-    """Status of a pending or running job."""
+    """Status of a pending or running job; a retry shows when it is due."""
 
     id = serializers.IntegerField()
     status = serializers.CharField()
     progresso = serializers.IntegerField()
+    tentativas = serializers.IntegerField()
+    proxima_tentativa_em = serializers.DateTimeField(allow_null=True)
 
 
 class JobProntoSerializer(serializers.Serializer):

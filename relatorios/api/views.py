@@ -69,6 +69,8 @@ class StatusDoJob(APIView):
                 "id",
                 "status",
                 "progresso",
+                "tentativas",
+                "proxima_tentativa_em",
                 "erro",
                 "resultado",
                 "concluido_em",

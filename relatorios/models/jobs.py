@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -38,6 +39,15 @@ class RelatorioJobQuerySet(models.QuerySet["RelatorioJob"]):
     def ativos(self) -> RelatorioJobQuerySet:
         return self.filter(status__in=ATIVOS)
 
+    def travados(self) -> RelatorioJobQuerySet:
+        """Running, but the heartbeat is older than the orphan timeout."""
+        limite = Agora() - timedelta(seconds=settings.RELATORIOS_ORFAO_APOS_S)
+        return self.filter(status=Status.EXECUTANDO, heartbeat_em__lt=limite)
+
+    def expirados(self) -> RelatorioJobQuerySet:
+        """Finished, but past the validity: the next request recomputes."""
+        return self.filter(status=Status.PRONTO, expira_em__lt=Agora())
+
 
 class RelatorioJob(models.Model):
     """One report request of a tenant (seed 000's relatorio_jobs), unique by chave."""
@@ -64,6 +74,14 @@ class RelatorioJob(models.Model):
     progresso = models.SmallIntegerField(db_default=0)
     # Extra: the traceback behind `erro`, for support staff only.
     erro_detalhe = models.TextField(null=True, blank=True)  # noqa: DJ001 (as erro)
+    # Extra: a retry waiting for its backoff is not claimed before this.
+    proxima_tentativa_em = models.DateTimeField(null=True, blank=True)
+    # Extra: when the job's current queue message was written; NULL while it
+    # waits, without a message, for a free slot of its tenant.
+    enfileirado_em = models.DateTimeField(null=True, blank=True)
+    # Extra: {"partes": [...], "parciais": [...]}, the chunks done so far, so a
+    # retry resumes instead of starting over.
+    checkpoint = models.JSONField(null=True, blank=True)
     # Extra: who first asked for it (later requests of the same key reuse the row).
     solicitado_por = models.ForeignKey(
         settings.AUTH_USER_MODEL,
@@ -108,6 +126,13 @@ class RelatorioJob(models.Model):
                 fields=["tenant"],
                 name="relatorio_jobs_executando",
                 condition=models.Q(status="executando"),
+            ),
+            # Per-tenant pending work: the 429 cap, the running-slot count and
+            # the dispatch of a tenant's oldest waiting job when a slot frees.
+            models.Index(
+                fields=["tenant", "criado_em"],
+                name="relatorio_jobs_pendentes",
+                condition=models.Q(status="pendente"),
             ),
             # A tenant's recent jobs, newest first (manager pages, admin filter).
             models.Index(

@@ -1,0 +1,528 @@
+"""The worker's side of the lifecycle, the sweep and the tenant limits, in-process."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+from django.test import override_settings
+from django.utils import timezone
+from django_q.models import OrmQ
+
+from relatorios import execucao, services
+from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.services import LimiteDePendentes, Tentativa
+from tests import helpers, processos
+from tests.tipos_de_teste import Lento
+
+PEDIDO = {"inicio": "2026-01-01", "fim": "2026-01-31"}
+
+
+def submeter(tenant: Tenant, dia: int = 31, tipo: str = "vendas") -> int:
+    return services.submeter(
+        tenant_id=tenant.pk,
+        tipo=tipo,
+        params_brutos={"inicio": "2026-01-01", "fim": f"2026-01-{dia:02d}"},
+        usuario_id=None,
+    ).job.id
+
+
+def reivindicar(job_id: int) -> Tentativa:
+    job = services.reivindicar(job_id=job_id)
+    assert job is not None
+    return job.tentativa
+
+
+def envelhecer_batimento(job_id: int, segundos: int = 3600) -> None:
+    RelatorioJob.objects.filter(pk=job_id).update(
+        heartbeat_em=timezone.now() - timedelta(seconds=segundos)
+    )
+
+
+def mensagens() -> dict[int, Any]:
+    """job id -> lock of its queue message(s)."""
+    return {m.task["args"][0]: m.lock for m in OrmQ.objects.all()}
+
+
+def tentativa_velha_nao_escreve(velha: Tentativa) -> list[Any]:
+    return [
+        services.batimento(tentativa=velha),
+        services.registrar_progresso(
+            tentativa=velha, progresso=50, partes=[1], parcial={}
+        ),
+        services.concluir(tentativa=velha, resultado={"velho": 1}, validade_s=60),
+        services.falhar(tentativa=velha, erro="velho", detalhe=None),
+        services.adiar(tentativa=velha, erro="velho", detalhe=None),
+        services.devolver(tentativa=velha),
+    ]
+
+
+@pytest.mark.django_db
+def test_depois_da_varredura_a_tentativa_antiga_nao_muda_nada(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    velha = reivindicar(job_id)
+    envelhecer_batimento(job_id)
+    services.varrer()
+    RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
+    nova = reivindicar(job_id)
+
+    assert tentativa_velha_nao_escreve(velha) == [
+        False,
+        False,
+        False,
+        False,
+        None,
+        False,
+    ]
+    assert services.concluir(tentativa=nova, resultado={"novo": 1}, validade_s=60)
+    job = helpers.job(job_id)
+    assert (job.status, job.resultado, job.tentativas) == (
+        Status.PRONTO,
+        {"novo": 1},
+        2,
+    )
+
+
+@pytest.mark.django_db
+def test_job_recomecado_cerca_o_worker_antigo_mesmo_com_o_mesmo_numero(
+    tenant: Tenant,
+) -> None:
+    # A restart resets tentativas (seed 000), so the attempt number alone would
+    # let the old worker write into the new run; the claim timestamp does not.
+    job_id = submeter(tenant)
+    velha = reivindicar(job_id)
+    assert services.marcar_como_falhou(job_id=job_id, motivo="suporte").feita
+    submeter(tenant)
+    nova = reivindicar(job_id)
+
+    assert nova.numero == velha.numero == 1
+    assert tentativa_velha_nao_escreve(velha) == [
+        False,
+        False,
+        False,
+        False,
+        None,
+        False,
+    ]
+    assert services.batimento(tentativa=nova)
+
+
+@pytest.mark.django_db
+def test_orfao_volta_para_pendente_com_mensagem_atrasada(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    reivindicar(job_id)
+    OrmQ.objects.all().delete()
+    envelhecer_batimento(job_id)
+
+    varredura = services.varrer()
+
+    job = helpers.job(job_id)
+    assert varredura.orfaos_devolvidos == 1
+    assert job.status == Status.PENDENTE
+    assert job.erro == "o worker parou de responder"
+    assert job.proxima_tentativa_em > timezone.now()
+    assert mensagens() == {job_id: job.proxima_tentativa_em}
+    assert services.reivindicar(job_id=job_id) is None  # not due yet
+
+
+@pytest.mark.django_db
+@override_settings(RELATORIOS_MAX_TENTATIVAS=2)
+def test_orfao_na_ultima_tentativa_falha_dizendo_por_que(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    reivindicar(job_id)
+    RelatorioJob.objects.filter(pk=job_id).update(tentativas=2)
+    envelhecer_batimento(job_id)
+
+    varredura = services.varrer()
+
+    job = helpers.job(job_id)
+    assert varredura.orfaos_falhos == 1
+    assert job.status == Status.FALHOU
+    assert job.erro == "o worker parou de responder (após 2 tentativas)"
+    assert job.concluido_em is not None
+
+
+@pytest.mark.django_db
+def test_batimento_recente_nao_e_orfao(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    tentativa = reivindicar(job_id)
+    envelhecer_batimento(job_id, segundos=30)
+
+    assert services.varrer().orfaos_devolvidos == 0
+    assert services.batimento(tentativa=tentativa)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_varreduras_simultaneas_devolvem_cada_orfao_uma_vez(tenant: Tenant) -> None:
+    ids = [submeter(tenant, dia) for dia in range(1, 21)]
+    RelatorioJob.objects.filter(pk__in=ids).update(
+        status=Status.EXECUTANDO,
+        tentativas=1,
+        iniciado_em=timezone.now(),
+        heartbeat_em=timezone.now() - timedelta(hours=1),
+    )
+    OrmQ.objects.all().delete()
+    barreira = threading.Barrier(4)
+    resultados: list[services.Varredura] = []
+
+    def varrer() -> None:
+        barreira.wait()
+        try:
+            resultados.append(services.varrer())
+        finally:
+            connection.close()
+
+    fios = [threading.Thread(target=varrer) for _ in range(4)]
+    for fio in fios:
+        fio.start()
+    for fio in fios:
+        fio.join(30)
+
+    assert sum(r.orfaos_devolvidos for r in resultados) == 20
+    assert OrmQ.objects.count() == 20
+    assert set(mensagens()) == set(ids)
+
+
+@pytest.mark.django_db
+def test_falha_transitoria_e_adiada_com_backoff_ate_o_maximo(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    OrmQ.objects.all().delete()
+    for numero in (1, 2):
+        tentativa = reivindicar(job_id)
+        assert tentativa.numero == numero
+        assert (
+            services.adiar(tentativa=tentativa, erro="caiu", detalhe="tb") == "pendente"
+        )
+        job = helpers.job(job_id)
+        assert (job.status, job.erro) == (Status.PENDENTE, "caiu")
+        assert mensagens() == {job_id: job.proxima_tentativa_em}
+        OrmQ.objects.all().delete()
+        RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
+    ultima = reivindicar(job_id)
+
+    assert services.adiar(tentativa=ultima, erro="caiu", detalhe="tb") == "falhou"
+    job = helpers.job(job_id)
+    assert (job.status, job.erro, job.tentativas) == (
+        Status.FALHOU,
+        "caiu (após 3 tentativas)",
+        3,
+    )
+    assert OrmQ.objects.count() == 0
+
+
+@override_settings(RELATORIOS_BACKOFF_S=2, RELATORIOS_BACKOFF_MAX_S=30)
+@pytest.mark.parametrize(
+    ("numero", "minimo", "maximo"), [(1, 2, 4), (2, 4, 8), (5, 30, 30)]
+)
+def test_atraso_cresce_exponencialmente_com_jitter_e_teto(
+    numero: int, minimo: float, maximo: float
+) -> None:
+    atrasos = {services.atraso_de_retentativa(numero) for _ in range(50)}
+    assert all(minimo <= a <= maximo for a in atrasos)
+    assert len(atrasos) > 1 or minimo == maximo
+
+
+@pytest.mark.django_db
+def test_devolver_nao_gasta_tentativa_e_guarda_o_checkpoint(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    OrmQ.objects.all().delete()
+    tentativa = reivindicar(job_id)
+    services.registrar_progresso(
+        tentativa=tentativa, progresso=50, partes=["a", "b"], parcial={"x": 1}
+    )
+
+    assert services.devolver(tentativa=tentativa)
+
+    job = helpers.job(job_id)
+    assert (job.status, job.tentativas, job.progresso) == (Status.PENDENTE, 0, 50)
+    assert job.checkpoint == {"partes": ["a", "b"], "parciais": [{"x": 1}]}
+    assert set(mensagens()) == {job_id}
+
+
+@pytest.mark.django_db
+def test_checkpoint_acumula_as_partes(tenant: Tenant) -> None:
+    tentativa = reivindicar(submeter(tenant))
+    for i in range(3):
+        assert services.registrar_progresso(
+            tentativa=tentativa,
+            progresso=33 * (i + 1),
+            partes=[0, 1, 2],
+            parcial={"i": i},
+        )
+    job = helpers.job(tentativa.job_id)
+    assert job.checkpoint == {
+        "partes": [0, 1, 2],
+        "parciais": [{"i": 0}, {"i": 1}, {"i": 2}],
+    }
+    assert job.progresso == 99
+
+
+@pytest.mark.django_db
+@override_settings(RELATORIOS_MAX_EXECUTANDO_POR_TENANT=2)
+def test_so_duas_vagas_por_tenant_e_a_terceira_espera_sem_mensagem(
+    tenant: Tenant, outro_tenant: Tenant
+) -> None:
+    ids = [submeter(tenant, dia) for dia in (1, 2, 3)]
+    de_outro = submeter(outro_tenant)
+
+    assert set(mensagens()) == {ids[0], ids[1], de_outro}
+    assert helpers.job(ids[2]).enfileirado_em is None
+    primeira = reivindicar(ids[0])
+    reivindicar(ids[1])
+    reivindicar(de_outro)
+
+    assert services.concluir(tentativa=primeira, resultado={}, validade_s=60)
+
+    assert ids[2] in mensagens()
+    assert helpers.job(ids[2]).enfileirado_em is not None
+
+
+@pytest.mark.django_db
+@override_settings(RELATORIOS_MAX_EXECUTANDO_POR_TENANT=1)
+def test_reivindicacao_acima_do_limite_e_recusada_e_o_job_espera_vaga(
+    tenant: Tenant,
+) -> None:
+    a, b = submeter(tenant, 1), submeter(tenant, 2)
+    reivindicar(a)
+    RelatorioJob.objects.filter(pk=b).update(enfileirado_em=timezone.now())
+
+    assert services.reivindicar(job_id=b) is None
+    assert helpers.job(b).status == Status.PENDENTE
+    assert helpers.job(b).enfileirado_em is None
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(RELATORIOS_MAX_EXECUTANDO_POR_TENANT=2)
+def test_reivindicacoes_simultaneas_respeitam_o_limite_do_tenant(
+    tenant: Tenant,
+) -> None:
+    ids = [submeter(tenant, dia) for dia in range(1, 11)]
+    RelatorioJob.objects.filter(pk__in=ids).update(enfileirado_em=timezone.now())
+    barreira = threading.Barrier(len(ids))
+    ganhos: list[int] = []
+
+    def tentar(job_id: int) -> None:
+        barreira.wait()
+        try:
+            if services.reivindicar(job_id=job_id) is not None:
+                ganhos.append(job_id)
+        finally:
+            connection.close()
+
+    fios = [threading.Thread(target=tentar, args=(i,)) for i in ids]
+    for fio in fios:
+        fio.start()
+    for fio in fios:
+        fio.join(30)
+
+    assert len(ganhos) == 2
+    assert RelatorioJob.objects.filter(status=Status.EXECUTANDO).count() == 2
+
+
+@pytest.mark.django_db
+@override_settings(RELATORIOS_MAX_PENDENTES_POR_TENANT=3)
+def test_acima_do_limite_de_pendentes_pedido_novo_e_recusado(
+    tenant: Tenant, outro_tenant: Tenant
+) -> None:
+    for dia in (1, 2, 3):
+        submeter(tenant, dia)
+
+    with pytest.raises(LimiteDePendentes):
+        submeter(tenant, 4)
+    repetido = services.submeter(
+        tenant_id=tenant.pk,
+        tipo="vendas",
+        params_brutos={"inicio": "2026-01-01", "fim": "2026-01-02"},
+        usuario_id=None,
+    )
+    assert not repetido.criado
+    assert RelatorioJob.objects.filter(tenant=tenant).count() == 3
+    assert submeter(outro_tenant, 4)
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(RELATORIOS_MAX_PENDENTES_POR_TENANT=5)
+def test_pedidos_simultaneos_nao_passam_do_limite_de_pendentes(tenant: Tenant) -> None:
+    barreira = threading.Barrier(12)
+    recusados: list[int] = []
+
+    def pedir(dia: int) -> None:
+        barreira.wait()
+        try:
+            submeter(tenant, dia)
+        except LimiteDePendentes:
+            recusados.append(dia)
+        finally:
+            connection.close()
+
+    fios = [threading.Thread(target=pedir, args=(d,)) for d in range(1, 13)]
+    for fio in fios:
+        fio.start()
+    for fio in fios:
+        fio.join(30)
+
+    assert RelatorioJob.objects.filter(status=Status.PENDENTE).count() == 5
+    assert len(recusados) == 7
+
+
+@pytest.mark.django_db
+@override_settings(RELATORIOS_REENFILEIRAR_APOS_S=60)
+def test_mensagem_perdida_e_reposta_e_a_presente_nao(tenant: Tenant) -> None:
+    perdido, presente = submeter(tenant, 1), submeter(tenant, 2)
+    RelatorioJob.objects.filter(pk__in=[perdido, presente]).update(
+        enfileirado_em=timezone.now() - timedelta(minutes=5)
+    )
+    OrmQ.objects.filter(
+        pk__in=[m.pk for m in OrmQ.objects.all() if m.task["args"][0] == perdido]
+    ).delete()
+
+    assert services.varrer().reenfileirados == 1
+
+    assert sorted(m.task["args"][0] for m in OrmQ.objects.all()) == sorted(
+        [perdido, presente]
+    )
+    assert services.varrer().reenfileirados == 0
+
+
+@pytest.mark.django_db
+def test_reexecutar_so_falhou_travado_ou_expirado(tenant: Tenant) -> None:
+    falhou, travado, expirado, valido, pendente = (
+        submeter(tenant, d) for d in range(1, 6)
+    )
+    RelatorioJob.objects.filter(pk=falhou).update(status=Status.FALHOU, erro="x")
+    reivindicar(travado)
+    envelhecer_batimento(travado)
+    for job_id, expira in ((expirado, -60), (valido, 3600)):
+        RelatorioJob.objects.filter(pk=job_id).update(
+            status=Status.PRONTO,
+            resultado={},
+            expira_em=timezone.now() + timedelta(seconds=expira),
+        )
+
+    feitos = {
+        j: services.reexecutar(job_id=j).feita
+        for j in (falhou, travado, expirado, valido, pendente)
+    }
+
+    assert feitos == {
+        falhou: True,
+        travado: True,
+        expirado: True,
+        valido: False,
+        pendente: False,
+    }
+    for job_id in (falhou, travado, expirado):
+        job = helpers.job(job_id)
+        assert (job.status, job.tentativas, job.erro, job.resultado) == (
+            Status.PENDENTE,
+            0,
+            None,
+            None,
+        )
+    assert services.reexecutar(job_id=987654).motivo == "job não encontrado"
+
+
+@pytest.mark.django_db
+def test_reexecutar_cerca_o_worker_travado(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    velha = reivindicar(job_id)
+    envelhecer_batimento(job_id)
+    assert services.reexecutar(job_id=job_id).feita
+    reivindicar(job_id)
+    assert not services.concluir(tentativa=velha, resultado={"velho": 1}, validade_s=60)
+
+
+@pytest.mark.django_db
+@override_settings(RELATORIOS_MAX_PENDENTES_POR_TENANT=1)
+def test_reexecutar_respeita_o_limite_de_pendentes(tenant: Tenant) -> None:
+    falhou = submeter(tenant, 1)
+    RelatorioJob.objects.filter(pk=falhou).update(status=Status.FALHOU)
+    submeter(tenant, 2)
+    acao = services.reexecutar(job_id=falhou)
+    assert not acao.feita
+    assert "limite" in acao.motivo
+    assert helpers.job(falhou).status == Status.FALHOU
+
+
+@pytest.mark.django_db
+def test_marcar_como_falhou_exige_motivo_e_cerca_o_worker(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    tentativa = reivindicar(job_id)
+    assert not services.marcar_como_falhou(job_id=job_id, motivo="  ").feita
+    assert services.marcar_como_falhou(job_id=job_id, motivo="dados corrompidos").feita
+    assert not services.concluir(tentativa=tentativa, resultado={}, validade_s=60)
+    job = helpers.job(job_id)
+    assert (job.status, job.erro) == (Status.FALHOU, "dados corrompidos")
+    assert not services.marcar_como_falhou(job_id=job_id, motivo="de novo").feita
+
+
+@pytest.mark.django_db
+def test_expirar_resultado_faz_o_proximo_pedido_recalcular(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    tentativa = reivindicar(job_id)
+    services.concluir(tentativa=tentativa, resultado={"a": 1}, validade_s=3600)
+    assert services.expirar_resultado(job_id=job_id).feita
+    assert not services.expirar_resultado(job_id=job_id).feita
+    assert services.submeter(
+        tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
+    ).criado
+
+
+@pytest.mark.parametrize(
+    ("excecao", "transitoria", "mensagem"),
+    [
+        (
+            psycopg.errors.QueryCanceled(
+                "canceling statement due to statement timeout"
+            ),
+            True,
+            "o relatório excedeu o tempo limite de consulta",
+        ),
+        (
+            psycopg.errors.DeadlockDetected("deadlock detected"),
+            True,
+            "conflito temporário no banco de dados",
+        ),
+        (
+            psycopg.errors.SerializationFailure("could not serialize"),
+            True,
+            "conflito temporário no banco de dados",
+        ),
+        (
+            psycopg.OperationalError("server closed the connection unexpectedly"),
+            True,
+            "a conexão com o banco de dados falhou durante o relatório",
+        ),
+        (
+            ZeroDivisionError("division by zero"),
+            False,
+            "ZeroDivisionError: division by zero",
+        ),
+        (KeyError("loja"), False, "KeyError: 'loja'"),
+    ],
+)
+def test_classificacao_das_falhas(
+    excecao: BaseException, transitoria: bool, mensagem: str
+) -> None:
+    assert execucao.transitoria(excecao) is transitoria
+    assert execucao.mensagem_para_tenant(excecao) == mensagem
+
+
+class Demorado(Lento):
+    tipo = "teste_demorado"
+    timeout_s = 600
+
+
+def test_checagem_recusa_tipo_com_timeout_acima_do_global() -> None:
+    from relatorios.apps import verificar_timeouts
+
+    extras = [*processos.TIPOS_DE_TESTE.split(","), f"{__name__}.Demorado"]
+    with override_settings(RELATORIOS_TIPOS_EXTRAS=extras):
+        erros = verificar_timeouts()
+    assert [e.id for e in erros] == ["relatorios.E001"]
+    assert "teste_demorado" in erros[0].msg
+    assert verificar_timeouts() == []
