@@ -42,6 +42,11 @@ from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio
 logger = logging.getLogger(__name__)
 
 PERDIDO, DESLIGAMENTO = "perdido", "desligamento"
+NIVEL_DO_DESFECHO = {
+    "pronto": logging.INFO,
+    PERDIDO: logging.INFO,
+    "falhou": logging.ERROR,
+}
 
 
 class Interrompido(Exception):
@@ -135,18 +140,18 @@ def executar(*, job_id: int) -> None:
     batimento = Batimento(execucao, settings.RELATORIOS_HEARTBEAT_S)
     _atual = execucao
     batimento.start()
+    desfecho = "parada forçada"
     try:
         desfecho = _executar(job, execucao)
     finally:
         _atual = None
         batimento.encerrar()
-    duracao = round(time.monotonic() - inicio, 3)
-    nivel = logging.ERROR if desfecho == "falhou" else logging.INFO
-    logger.log(
-        nivel,
-        "job terminado",
-        extra={**campos, "desfecho": desfecho, "duracao_s": duracao},
-    )
+        duracao = round(time.monotonic() - inicio, 3)
+        logger.log(
+            NIVEL_DO_DESFECHO.get(desfecho, logging.WARNING),
+            "job terminado",
+            extra={**campos, "desfecho": desfecho, "duracao_s": duracao},
+        )
     if desfecho == DESLIGAMENTO:
         # Handed back; this worker takes nothing more.
         raise SystemExit(0)

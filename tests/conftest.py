@@ -3,8 +3,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from django.conf import settings as django_settings
 from django.test import override_settings
 
 from relatorios.models import Tenant
@@ -20,6 +22,25 @@ def _tipos_de_teste() -> Iterator[None]:
         PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
     ):
         yield
+
+
+@pytest.fixture
+def ajustes(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Callable[..., None]:
+    """Sets knobs here and in every child process started afterwards.
+
+    Environment variables reach the children (processos.ambiente copies the
+    environment); the settings of this process are read once at import, so
+    the ones that exist are overridden too, with the same value and type.
+    """
+
+    def aplicar(**valores: object) -> None:
+        for nome, valor in valores.items():
+            monkeypatch.setenv(nome, str(valor))
+            if hasattr(django_settings, nome):
+                tipo = type(getattr(django_settings, nome))
+                setattr(settings, nome, tipo(valor))
+
+    return aplicar
 
 
 @pytest.fixture

@@ -30,7 +30,10 @@ def ambiente(**extras: str) -> dict[str, str]:
     usuario = quote(banco.get("USER") or "")
     senha = banco.get("PASSWORD") or ""
     credenciais = f"{usuario}:{quote(senha)}@" if senha else f"{usuario}@"
-    env = dict(os.environ)
+    # Test defaults first, then what the test set in the environment (the
+    # `ajustes` fixture), then the explicit extras.
+    env = {"RELATORIOS_HEARTBEAT_S": "0.5", "Q_POLL_S": "0.05"}
+    env.update(os.environ)
     env.update(
         {
             "DATABASE_URL": (
@@ -38,8 +41,6 @@ def ambiente(**extras: str) -> dict[str, str]:
                 f"{banco.get('PORT') or 5432}/{banco['NAME']}"
             ),
             "RELATORIOS_TIPOS_EXTRAS": TIPOS_DE_TESTE,
-            "RELATORIOS_HEARTBEAT_S": "0.5",
-            "Q_POLL_S": "0.05",
             "PYTHONUNBUFFERED": "1",
         }
     )
@@ -107,7 +108,7 @@ def iniciar_cluster(log: Path, **extras: str) -> Processo:
     processo = Processo(
         [sys.executable, "manage.py", "qcluster"], ambiente(**extras), log
     )
-    _esperar_texto(processo, "running.", "qcluster")
+    _esperar_texto(processo, "supervisor pronto", "qcluster")
     return processo
 
 

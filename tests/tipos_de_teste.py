@@ -83,12 +83,30 @@ class Contado(Lento):
         params: Mapping[str, Any],
         parte: Parte,
     ) -> Parcial:
-        with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conexao:
-            conexao.execute(
-                "INSERT INTO teste_execucoes (job_id, parte, pid) VALUES (%s, %s, %s)",
-                [ctx.job_id, parte["inicio"], os.getpid()],
-            )
-        return super().gerar_parte(cursor, ctx, params, parte)
+        if ctx.job_id:  # job 0: a reference run outside any job, not counted
+            with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as c:
+                c.execute(
+                    "INSERT INTO teste_execucoes (job_id, parte, pid)"
+                    " VALUES (%s, %s, %s)",
+                    [ctx.job_id, parte["inicio"], os.getpid()],
+                )
+        parcial = super().gerar_parte(cursor, ctx, params, parte)
+        # Something computed from data, so a resumed result can be compared.
+        cursor.execute(
+            "SELECT count(*), coalesce(sum(valor), 0)::text FROM erp_vendas"
+            " WHERE tenant_id = %s AND data_hora::date BETWEEN %s AND %s",
+            [ctx.tenant_id, parte["inicio"], parte["fim"]],
+        )
+        vendas, receita = cursor.fetchone()
+        return {**parcial, "vendas": vendas, "receita": receita}
+
+    def combinar(
+        self, params: Mapping[str, Any], parciais: Sequence[Parcial]
+    ) -> dict[str, Any]:
+        return {
+            "partes": [p["parte"] for p in parciais],
+            "vendas": [[p["vendas"], p["receita"]] for p in parciais],
+        }
 
     def timeout(self) -> int:
         return (
@@ -114,7 +132,7 @@ class Dorminhoco(TipoRelatorio):
         params: Mapping[str, Any],
         parte: Parte,
     ) -> Parcial:
-        time.sleep(float(os.environ.get("RELATORIOS_TESTE_PAUSA_S", "0.3")))
+        time.sleep(float(os.environ.get("RELATORIOS_TESTE_DORMIR_S", "0.3")))
         return {}
 
     def combinar(

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 from types import FrameType
@@ -50,8 +51,17 @@ class Command(QclusterDoDjangoQ):
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
         db.connections.close_all()
         cluster = Cluster()
-        cluster.start()
-        Supervisor(cluster).rodar()
+        # Replaces the handlers Cluster() just installed: django-q2's calls
+        # Event.set() from the handler, which hangs forever when the sentinel
+        # was killed by the same signal (a SIGTERM to the whole group).
+        supervisor = Supervisor(cluster)
+        try:
+            cluster.start()
+        except RuntimeError:
+            if supervisor.parando_desde is None:
+                raise
+            return  # stopped while starting: the sentinel is gone already
+        supervisor.rodar()
 
 
 class Supervisor:
@@ -60,14 +70,26 @@ class Supervisor:
     def __init__(self, cluster: Any) -> None:
         self.cluster = cluster
         self.parando_desde: float | None = None
+        self.parada_pedida = False
         self.devolvidos = False
         signal.signal(signal.SIGTERM, self._ao_sinal)
         signal.signal(signal.SIGINT, self._ao_sinal)
 
     def rodar(self) -> None:
+        logger.info(
+            "supervisor pronto", extra={"varredura_s": settings.RELATORIOS_VARREDURA_S}
+        )
         proxima_varredura = 0.0
         while self.cluster.sentinel.is_alive():
             agora = time.monotonic()
+            if self.parando_desde is not None and not self.parada_pedida:
+                # multiprocessing's Event.set() waits for the sleepers to wake
+                # up; a sentinel killed by the same signal never does. From a
+                # daemon thread, a stuck set() cannot keep this process alive.
+                threading.Thread(
+                    target=self.cluster.stop_event.set, daemon=True
+                ).start()
+                self.parada_pedida = True
             if self.parando_desde is None and agora >= proxima_varredura:
                 self._varrer()
                 proxima_varredura = agora + settings.RELATORIOS_VARREDURA_S
@@ -98,8 +120,6 @@ class Supervisor:
         self.parando_desde = time.monotonic()
         logger.info("cluster parando", extra={"sinal": signum})
         sinalizar_descendentes(signal.SIGUSR2)
-        if self.cluster.stop_event is not None:
-            self.cluster.stop_event.set()
 
 
 def sinalizar_descendentes(sinal: int) -> None:
