@@ -751,18 +751,23 @@ def _despachar_do_job(job_id: int) -> None:
 
 def _ler_por_chave(*, chave: str, tenant_id: int) -> tuple[JobEstado | None, bool]:
     with connection.cursor() as cursor:
+        # By chave alone, so the plan is always the unique index; the tenant is
+        # inside the chave, and checked below as an invariant.
         cursor.execute(
             f"""
             SELECT {_COLUNAS_ESTADO},
-                   status = 'falhou' OR (status = 'pronto' AND expira_em < now())
+                   status = 'falhou' OR (status = 'pronto' AND expira_em < now()),
+                   tenant_id
               FROM relatorio_jobs
-             WHERE chave = %s AND tenant_id = %s
+             WHERE chave = %s
             """,
-            [chave, tenant_id],
+            [chave],
         )
         linha = cursor.fetchone()
     if linha is None:
         return None, False
+    if linha[11] != tenant_id:
+        raise RuntimeError(f"chave {chave} belongs to another tenant")
     return JobEstado.da_linha(linha), bool(linha[10])
 
 

@@ -1,0 +1,87 @@
+"""Every statement the job machinery runs on relatorio_jobs has an index to use.
+
+The statements are captured while the real services run, then EXPLAINed with
+sequential scans disabled: a plan that still scans the table means no index
+serves that query, and with millions of finished jobs it would crawl.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from relatorios import services
+from relatorios.models import RelatorioJob, Tenant
+
+pytestmark = pytest.mark.django_db
+
+PEDIDO = {"inicio": "2026-01-01", "fim": "2026-01-31"}
+
+
+def planos(acao: Callable[[], object]) -> list[tuple[str, str]]:
+    with CaptureQueriesContext(connection) as capturadas:
+        acao()
+    resultado = []
+    for consulta in capturadas:
+        sql = consulta["sql"]
+        if "relatorio_jobs" not in sql or sql.startswith(("SAVEPOINT", "RELEASE")):
+            continue
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            cursor.execute(f"EXPLAIN {sql}")
+            plano = "\n".join(linha for (linha,) in cursor.fetchall())
+            cursor.execute("RESET enable_seqscan")
+        resultado.append((sql, plano))
+    return resultado
+
+
+def sem_varredura_sequencial(resultado: list[tuple[str, str]]) -> list[str]:
+    return [sql for sql, plano in resultado if "Seq Scan on relatorio_jobs" in plano]
+
+
+def submeter(tenant: Tenant, dia: int = 31) -> int:
+    return services.submeter(
+        tenant_id=tenant.pk,
+        tipo="vendas",
+        params_brutos={"inicio": "2026-01-01", "fim": f"2026-01-{dia:02d}"},
+        usuario_id=None,
+    ).job.id
+
+
+def test_submit_novo_e_repetido_usam_indices(tenant: Tenant) -> None:
+    novo = planos(lambda: submeter(tenant))
+    repetido = planos(lambda: submeter(tenant))
+    assert len(novo) >= 3
+    assert len(repetido) == 1
+    assert sem_varredura_sequencial(novo + repetido) == []
+    assert "relatorio_jobs_chave_key" in repetido[0][1]
+
+
+def test_reivindicar_concluir_e_despachar_usam_indices(tenant: Tenant) -> None:
+    ids = [submeter(tenant, dia) for dia in (1, 2, 3)]
+
+    def ciclo() -> None:
+        job = services.reivindicar(job_id=ids[0])
+        assert job is not None
+        services.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
+
+    assert sem_varredura_sequencial(planos(ciclo)) == []
+
+
+def test_varredura_usa_os_indices_parciais(tenant: Tenant) -> None:
+    orfao = submeter(tenant, 1)
+    submeter(tenant, 2)
+    services.reivindicar(job_id=orfao)
+    RelatorioJob.objects.filter(pk=orfao).update(
+        heartbeat_em=timezone.now() - timedelta(hours=1)
+    )
+
+    resultado = planos(services.varrer)
+
+    assert sem_varredura_sequencial(resultado) == []
+    assert any("relatorio_jobs_executando" in plano for _, plano in resultado)
