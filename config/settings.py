@@ -197,7 +197,9 @@ Q_CLUSTER = {
     "poll": env_float("Q_POLL_S", 0.2),
     "ack_failures": True,
     "max_attempts": 1,
-    "save_limit": env_int("Q_SAVE_LIMIT", 100),
+    # relatorio_jobs is the record of every job; django-q2 keeps only failures
+    # (hard stops), which spares its monitor a locked prune per task.
+    "save_limit": env_int("Q_SAVE_LIMIT", -1),
     "catch_up": False,
     "recycle": 500,
     "label": "Fila (django-q2)",
