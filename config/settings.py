@@ -130,6 +130,8 @@ STORAGES = {
 }
 
 LOGIN_URL = "/entrar/"
+LOGIN_REDIRECT_URL = "/painel/"
+LOGOUT_REDIRECT_URL = "/entrar/"
 
 # --- REST API ----------------------------------------------------------------
 
