@@ -32,6 +32,8 @@ def ambiente(**extras: str) -> dict[str, str]:
     senha = banco.get("PASSWORD") or ""
     credenciais = f"{usuario}:{quote(senha)}@" if senha else f"{usuario}@"
     env = dict(os.environ)
+    # Set for the browser test's own process only (tests/test_navegador.py).
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     env.update(
         {
             "DATABASE_URL": (

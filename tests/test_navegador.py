@@ -36,10 +36,10 @@ def navegador() -> Iterator[Browser]:
     """Debian's Chromium (installed by .ci/run), never a downloaded build."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} ausente: apt-get install -y chromium")
-    # Playwright's sync API runs an event loop in this thread; the test's own
-    # ORM calls are synchronous and safe.
-    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    with sync_playwright() as playwright:
+    # Playwright's sync API runs an event loop in this thread, and Django then
+    # refuses ORM calls; the test's own calls are synchronous and safe.
+    with pytest.MonkeyPatch.context() as ambiente, sync_playwright() as playwright:
+        ambiente.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,

@@ -411,3 +411,24 @@ def test_estaticos_sao_servidos_pelo_whitenoise(client: Client) -> None:
     resposta = client.get(f"/static/relatorios/paginas.{caminho}")
     assert resposta.status_code == 200
     assert "immutable" in resposta["Cache-Control"]
+
+
+def test_login_exige_csrf(gerente: Usuario) -> None:
+    cliente = Client(enforce_csrf_checks=True)
+    dados = {"username": gerente.username, "password": "senha-de-teste-123"}
+    assert cliente.post("/entrar/", dados).status_code == 403
+
+
+def test_job_aguardando_nova_tentativa_diz_quando(
+    cliente: Client, tenant: Tenant
+) -> None:
+    job_id = submeter(tenant)
+    RelatorioJob.objects.filter(pk=job_id).update(
+        tentativas=1,
+        erro="conflito temporário no banco de dados",
+        proxima_tentativa_em=datetime(2026, 3, 1, 12, 30, tzinfo=UTC),
+    )
+    html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()
+    assert "A tentativa anterior falhou (conflito temporário no banco de dados)" in html
+    assert "Nova tentativa às 09:30" in html
+    assert "Já em andamento" in html
