@@ -52,7 +52,8 @@ SECRET_KEY = env_str("DJANGO_SECRET_KEY", "relatorios-dev-only-insecure-key-chan
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # Django's admin with our site class (landing numbers, no tenant users).
+    "relatorios.admin_site.AdminDeSuporteConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -67,6 +68,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves the collected static files from gunicorn itself (no CDN, no nginx).
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -117,9 +120,19 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# Hashed names (cache them forever) and pre-compressed copies; whitenoise serves
+# them. The manifest only exists after `collectstatic` (`make run` runs it).
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
 
 LOGIN_URL = "/entrar/"
+LOGIN_REDIRECT_URL = "/painel/"
+LOGOUT_REDIRECT_URL = "/entrar/"
 
 # --- REST API ----------------------------------------------------------------
 
@@ -163,6 +176,8 @@ RELATORIOS_MAX_EXECUTANDO_POR_TENANT = env_int(
     "RELATORIOS_MAX_EXECUTANDO_POR_TENANT", 2
 )
 RELATORIOS_MAX_PENDENTES_POR_TENANT = env_int("RELATORIOS_MAX_PENDENTES_POR_TENANT", 20)
+# The admin's "pendente há muito tempo": a pending job older than this.
+RELATORIOS_PENDENTE_ANTIGO_S = env_int("RELATORIOS_PENDENTE_ANTIGO_S", 600)
 # Retry-After of a 429.
 RELATORIOS_RETRY_AFTER_429_S = env_int("RELATORIOS_RETRY_AFTER_429_S", 10)
 # On SIGTERM a cluster stops taking jobs; running ones get this long to

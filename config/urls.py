@@ -6,4 +6,5 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("relatorios.api.urls")),
+    path("", include("relatorios.urls")),
 ]

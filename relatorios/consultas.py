@@ -7,9 +7,15 @@ so its existence never leaks.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection
 from django.http import Http404
 
-from relatorios.models import RelatorioJob
+from relatorios.models import Loja, RelatorioJob
 
 # An id beyond PostgreSQL's bigint would be a database error, not a 404.
 ID_MAXIMO = 2**63 - 1
@@ -27,3 +33,97 @@ def job_do_tenant(
     if job is None:
         raise Http404("job não encontrado")
     return job
+
+
+def jobs_recentes(*, tenant_id: int, limite: int = 20) -> list[RelatorioJob]:
+    """The tenant's latest jobs, newest first (index relatorio_jobs_recentes)."""
+    return list(
+        RelatorioJob.objects.filter(tenant_id=tenant_id)
+        .select_related("solicitado_por")
+        .only(
+            "id",
+            "tipo",
+            "status",
+            "params",
+            "progresso",
+            "criado_em",
+            "concluido_em",
+            "solicitado_por__username",
+            "solicitado_por__first_name",
+            "solicitado_por__last_name",
+        )
+        .order_by("-criado_em", "-id")[:limite]
+    )
+
+
+def lojas_do_tenant(*, tenant_id: int) -> list[tuple[str, str]]:
+    """(codigo, nome) of the tenant's stores, for the request form."""
+    return list(
+        Loja.objects.filter(tenant_id=tenant_id)
+        .order_by("codigo")
+        .values_list("codigo", "nome")
+    )
+
+
+@dataclass(frozen=True)
+class Resumo:
+    """A finished result without its lines: how many there are, and the rest
+    (totals, agrupar...), read without loading the lines themselves."""
+
+    n_linhas: int | None
+    resto: dict[str, Any]
+
+
+def resumo_do_resultado(job: RelatorioJob) -> Resumo:
+    """`job` comes from job_do_tenant: the tenant was checked there, and is
+    checked again here so this can never read across tenants."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT CASE WHEN jsonb_typeof(resultado -> 'linhas') = 'array'
+                        THEN jsonb_array_length(resultado -> 'linhas') END,
+                   CASE WHEN jsonb_typeof(resultado) = 'object'
+                        THEN resultado - 'linhas' ELSE resultado END
+              FROM relatorio_jobs WHERE id = %s AND tenant_id = %s
+            """,
+            [job.pk, job.tenant_id],
+        )
+        linha = cursor.fetchone()
+    if linha is None:
+        raise Http404("job não encontrado")
+    resto = _json(linha[1])
+    return Resumo(
+        n_linhas=linha[0], resto=resto if isinstance(resto, dict) else {"": resto}
+    )
+
+
+def linhas_do_resultado(
+    job: RelatorioJob, *, limite: int | None = None, lote: int = 2000
+) -> Iterator[dict[str, Any]]:
+    """The result's lines one by one, through a server-side cursor: a CSV of
+    a hundred thousand lines streams without the whole result in memory.
+
+    `job` comes from job_do_tenant (see resumo_do_resultado)."""
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT linha
+              FROM relatorio_jobs,
+                   jsonb_array_elements(
+                       CASE WHEN jsonb_typeof(resultado -> 'linhas') = 'array'
+                            THEN resultado -> 'linhas' ELSE '[]'::jsonb END
+                   ) WITH ORDINALITY AS l(linha, n)
+             WHERE id = %s AND tenant_id = %s
+             ORDER BY n
+             LIMIT %s
+            """,
+            [job.pk, job.tenant_id, limite],
+        )
+        while linhas := cursor.fetchmany(lote):
+            for (linha,) in linhas:
+                yield _json(linha)
+
+
+def _json(valor: Any) -> Any:
+    # Django loads jsonb as text for its JSONField; raw cursors see the text.
+    return json.loads(valor) if isinstance(valor, str) else valor

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.management import call_command
 from django.test import override_settings
 
 from relatorios.models import Tenant
@@ -21,6 +22,16 @@ def _tipos_de_teste() -> Iterator[None]:
         # Users are created by the hundred; the real hasher is slow on purpose.
         PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
     ):
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _estaticos(_tipos_de_teste: None) -> Iterator[None]:
+    # Pages and the admin link hashed static files through the manifest, as in
+    # production; it exists after collectstatic. Children (gunicorn) get the
+    # same folder through processos.ambiente.
+    with override_settings(STATIC_ROOT=processos.RAIZ / "test-output" / "estaticos"):
+        call_command("collectstatic", interactive=False, verbosity=0)
         yield
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
+from django.conf import settings
 from django.db import connection
 
 RAIZ = Path(__file__).resolve().parent.parent
@@ -34,6 +35,8 @@ def ambiente(**extras: str) -> dict[str, str]:
     # `ajustes` fixture), then the explicit extras.
     env = {"RELATORIOS_HEARTBEAT_S": "0.5", "Q_POLL_S": "0.05"}
     env.update(os.environ)
+    # Set for the browser test's own process only (tests/test_navegador.py).
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
     env.update(
         {
             "DATABASE_URL": (
@@ -41,6 +44,7 @@ def ambiente(**extras: str) -> dict[str, str]:
                 f"{banco.get('PORT') or 5432}/{banco['NAME']}"
             ),
             "RELATORIOS_TIPOS_EXTRAS": TIPOS_DE_TESTE,
+            "DJANGO_STATIC_ROOT": str(settings.STATIC_ROOT),
             "PYTHONUNBUFFERED": "1",
         }
     )

@@ -72,7 +72,15 @@ def test_submit_de_job_pronto_devolve_200_com_resultado(
     assert "Retry-After" not in resposta
     assert corpo["status"] == "pronto"
     assert corpo["resultado"] == {"totais": {"receita": "10.50"}}
-    assert set(corpo) == {"id", "status", "resultado", "concluido_em", "expira_em"}
+    assert set(corpo) == {
+        "id",
+        "status",
+        "resultado",
+        "concluido_em",
+        "expira_em",
+        "url",
+    }
+    assert corpo["url"] == f"/relatorios/jobs/{job_id}/resultado.csv"
 
 
 @pytest.mark.parametrize("status", ["pendente", "executando"])

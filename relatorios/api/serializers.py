@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.urls import reverse
 from rest_framework import serializers
 
 
@@ -32,6 +35,11 @@ class JobProntoSerializer(serializers.Serializer):
     resultado = serializers.JSONField()
     concluido_em = serializers.DateTimeField()
     expira_em = serializers.DateTimeField()
+    # Seed 004's {status: "concluido", url: "..."}: the result as a CSV file.
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, job: Any) -> str:
+        return reverse("resultado_csv", args=[job.id])
 
 
 class JobFalhouSerializer(serializers.Serializer):

@@ -24,6 +24,11 @@ register_converter(IdDeJob, "job")
 urlpatterns = [
     path("relatorios/jobs/<job:job_id>", views.StatusDoJob.as_view(), name="job"),
     path("relatorios/jobs/<job:job_id>/", views.StatusDoJob.as_view()),
+    path(
+        "relatorios/jobs/<job:job_id>/resultado.csv",
+        views.ResultadoCsv.as_view(),
+        name="resultado_csv",
+    ),
     path("relatorios/<slug:tipo>", views.SubmeterRelatorio.as_view(), name="submeter"),
     path("relatorios/<slug:tipo>/", views.SubmeterRelatorio.as_view()),
 ]

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from rest_framework import status
+from django.http import HttpResponseBase
+from rest_framework import exceptions, status
+from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from relatorios import consultas, services
+from relatorios import consultas, planilha, services
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.api.serializers import (
     JobAceitoSerializer,
@@ -58,8 +64,16 @@ class SubmeterRelatorio(APIView):
         )
 
 
+# The token first: its WWW-Authenticate header is the one a 401 carries. The
+# session lets the manager pages' script poll with the browser's login (DRF
+# checks CSRF for session-authenticated unsafe methods; these are GETs).
+TOKEN_OU_SESSAO = [TokenAuthentication, SessionAuthentication]
+
+
 class StatusDoJob(APIView):
     """GET /relatorios/jobs/<id>: the job's state, scoped to the caller's tenant."""
+
+    authentication_classes = TOKEN_OU_SESSAO
 
     def get(self, request: Request, job_id: int) -> Response:
         job = consultas.job_do_tenant(
@@ -79,3 +93,46 @@ class StatusDoJob(APIView):
         )
         corpo, cabecalhos = representar(job)
         return Response(corpo, headers=cabecalhos)
+
+
+class ResultadoIndisponivel(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "o relatório não está pronto"
+
+
+class SemNegociacao(BaseContentNegotiation):
+    """The CSV view answers CSV or a JSON error whatever `Accept` says: a
+    client asking for text/csv must get the 404's body, not a 406."""
+
+    def select_renderer(
+        self,
+        request: Request,
+        renderers: Iterable[BaseRenderer],
+        format_suffix: str | None = None,
+    ) -> tuple[BaseRenderer, str]:
+        primeiro = next(iter(renderers))
+        return primeiro, primeiro.media_type
+
+    def select_parser(
+        self, request: Request, parsers: Iterable[BaseParser]
+    ) -> BaseParser | None:
+        return next(iter(parsers), None)
+
+
+class ResultadoCsv(APIView):
+    """GET /relatorios/jobs/<id>/resultado.csv: a `pronto` job's lines, streamed."""
+
+    authentication_classes = TOKEN_OU_SESSAO
+    content_negotiation_class = SemNegociacao
+
+    def get(self, request: Request, job_id: int) -> HttpResponseBase:
+        job = consultas.job_do_tenant(
+            tenant_id=tenant_do_pedido(request),
+            job_id=job_id,
+            campos=("id", "tenant_id", "tipo", "status", "params"),
+        )
+        if job.status != Status.PRONTO:
+            raise ResultadoIndisponivel(
+                f"o relatório não está pronto (status: {job.status})"
+            )
+        return planilha.resposta_csv(job)

@@ -98,6 +98,11 @@ class RelatorioJob(models.Model):
         db_table = "relatorio_jobs"
         verbose_name = "job de relatório"
         verbose_name_plural = "jobs de relatório"
+        # Support's actions (reexecutar, marcar como falhou, expirar resultado):
+        # changing a job is not "change" (no field is ever edited by hand).
+        permissions = [
+            ("operar_relatoriojob", "Pode reexecutar, marcar como falhou e expirar"),
+        ]
         constraints = [
             # Named as PostgreSQL names seed 000's inline `chave text UNIQUE`; the
             # submit's INSERT ... ON CONFLICT (chave) is arbitrated by it.
@@ -137,6 +142,17 @@ class RelatorioJob(models.Model):
             # A tenant's recent jobs, newest first (manager pages, admin filter).
             models.Index(
                 fields=["tenant", "-criado_em"], name="relatorio_jobs_recentes"
+            ),
+            # The admin's change list across tenants: newest first, the date
+            # hierarchy's bounds (min/max), date ranges, the landing page's
+            # "last 24 h" per type.
+            models.Index(fields=["criado_em"], name="relatorio_jobs_criado"),
+            # The admin's "falhou nas últimas 24 h" and "falhou" filter: failures
+            # are few, so the partial index stays small.
+            models.Index(
+                fields=["concluido_em"],
+                name="relatorio_jobs_falhos",
+                condition=models.Q(status="falhou"),
             ),
         ]
 

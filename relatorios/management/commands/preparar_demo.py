@@ -8,10 +8,14 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from relatorios.models import Tenant, Usuario, Venda
+from relatorios.suporte import criar_grupo_suporte
 
 TENANT = "Rede Demo"
 GERENTE, SENHA_GERENTE = "gerente", "gerente123"
+# Support staff: in the Suporte group (what support does every day), and a
+# superuser for tenants, users and tokens.
 SUPORTE, SENHA_SUPORTE = "suporte", "suporte123"
+ADMIN, SENHA_ADMIN = "admin", "admin123"
 
 
 class Command(BaseCommand):
@@ -35,7 +39,12 @@ class Command(BaseCommand):
                 gerente.save()
             token, _ = Token.objects.get_or_create(user=gerente)
             if not Usuario.objects.filter(username=SUPORTE).exists():
-                Usuario.objects.create_superuser(SUPORTE, "", SENHA_SUPORTE)
+                suporte = Usuario.objects.create_user(
+                    SUPORTE, "", SENHA_SUPORTE, is_staff=True
+                )
+                suporte.groups.add(criar_grupo_suporte())
+            if not Usuario.objects.filter(username=ADMIN).exists():
+                Usuario.objects.create_superuser(ADMIN, "", SENHA_ADMIN)
         if not Venda.objects.filter(tenant=tenant).exists():
             call_command(
                 "gerar_dados",
@@ -48,9 +57,11 @@ class Command(BaseCommand):
         self.stdout.write(
             f"""
 relatorios demo
+  pages:  {url}/painel/   login {GERENTE} / {SENHA_GERENTE}
+          (tenant {tenant.nome}, id {tenant.pk})
+  admin:  {url}/admin/   login {SUPORTE} / {SENHA_SUPORTE} (Suporte group)
+          or {ADMIN} / {SENHA_ADMIN} (superuser: tenants, users, tokens)
   API:    {url}/relatorios/<tipo>   (tipos: vendas, comissoes, estoque)
-  admin:  {url}/admin/   login {SUPORTE} / {SENHA_SUPORTE}
-  tenant: {tenant.nome} (id {tenant.pk}), gerente {GERENTE} / {SENHA_GERENTE}
   token:  {token.key}
 
   curl -si -X POST {url}/relatorios/vendas \\

@@ -1,0 +1,65 @@
+"""The managers' request form: collects raw values, `services` validates them.
+
+Only presence is checked here; dates, periods and stores are checked by the
+same normalization as the API, and its errors are shown at the field.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from django import forms
+
+from relatorios.tipos.base import TipoRelatorio
+
+
+class PedidoForm(forms.Form):
+    inicio = forms.CharField(
+        label="De", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+    )
+    fim = forms.CharField(
+        label="Até", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+    )
+    agrupar = forms.ChoiceField(
+        label="Agrupar", choices=[("dia", "por dia"), ("mes", "por mês")]
+    )
+    lojas = forms.MultipleChoiceField(
+        label="Lojas",
+        required=False,
+        help_text="Nenhuma selecionada: todas as lojas.",
+    )
+
+    def __init__(
+        self,
+        *args: Any,
+        tipo: TipoRelatorio,
+        lojas: list[tuple[str, str]],
+        hoje: date,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("prefix", tipo.tipo)
+        kwargs.setdefault(
+            "initial",
+            {"inicio": hoje.replace(day=1).isoformat(), "fim": hoje.isoformat()},
+        )
+        super().__init__(*args, **kwargs)
+        self.tipo = tipo
+        if not tipo.usa_agrupar:
+            del self.fields["agrupar"]
+        campo_lojas = self.fields["lojas"]
+        assert isinstance(campo_lojas, forms.MultipleChoiceField)
+        campo_lojas.choices = [(codigo, f"{codigo} · {nome}") for codigo, nome in lojas]
+        campo_lojas.widget.attrs["size"] = str(max(2, min(8, len(lojas))))
+
+    def params_brutos(self) -> dict[str, Any]:
+        """The request as the API would receive it."""
+        dados = self.cleaned_data
+        params: dict[str, Any] = {
+            "inicio": dados["inicio"],
+            "fim": dados["fim"],
+            "lojas": list(dados["lojas"]),
+        }
+        if "agrupar" in self.fields:
+            params["agrupar"] = dados["agrupar"]
+        return params

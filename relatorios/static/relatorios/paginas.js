@@ -1,0 +1,102 @@
+// The managers' pages, progressively enhanced: everything works without this.
+//
+// Job page: poll the JSON status (the API, with the session) starting at the
+// server's Retry-After and backing off to 30 s; update the progress bar; when
+// the status changes, swap in the server-rendered state (table, CSV link,
+// error, button), and stop once the job is finished.
+// Request forms: disable the button once submitted (no double requests).
+(function () {
+  "use strict";
+
+  var TERMINAIS = ["pronto", "falhou"];
+  var MAXIMO_S = 30;
+  var FATOR = 1.5;
+
+  function acompanhar(raiz) {
+    var status = raiz.dataset.status;
+    if (TERMINAIS.indexOf(status) >= 0) return;
+    var intervalo = Number(raiz.dataset.retryAfter) || 2;
+
+    function agendar(segundos) {
+      window.setTimeout(consultar, segundos * 1000);
+    }
+
+    function campo(nome) {
+      return raiz.querySelector('[data-campo="' + nome + '"]');
+    }
+
+    function trocarEstado() {
+      return fetch(raiz.dataset.urlEstado, {
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: { "X-Requested-With": "fetch" },
+      }).then(function (resposta) {
+        if (!resposta.ok) throw new Error("estado " + resposta.status);
+        return resposta.text();
+      }).then(function (html) {
+        raiz.innerHTML = html;
+      });
+    }
+
+    function consultar() {
+      fetch(raiz.dataset.urlStatus, {
+        credentials: "same-origin",
+        cache: "no-store",
+        headers: { Accept: "application/json" },
+      }).then(function (resposta) {
+        if (resposta.status === 401 || resposta.status === 403 || resposta.status === 404) {
+          // Logged out, or the job is gone: a reload shows why.
+          raiz.dataset.parado = "sim";
+          throw null;
+        }
+        if (!resposta.ok) throw new Error("status " + resposta.status);
+        var retryAfter = Number(resposta.headers.get("Retry-After")) || 0;
+        return resposta.json().then(function (corpo) {
+          return { corpo: corpo, retryAfter: retryAfter };
+        });
+      }).then(function (r) {
+        var corpo = r.corpo;
+        var terminou = TERMINAIS.indexOf(corpo.status) >= 0;
+        var trocou = corpo.status !== status;
+        if (!trocou) {
+          var barra = campo("barra");
+          var texto = campo("progresso");
+          if (barra) barra.value = corpo.progresso;
+          if (texto) texto.textContent = corpo.progresso + "%";
+        }
+        intervalo = Math.min(MAXIMO_S, Math.max(intervalo * FATOR, r.retryAfter));
+        var seguir = function () {
+          status = corpo.status;
+          raiz.dataset.status = status;
+          if (!terminou) agendar(intervalo);
+        };
+        if (trocou) return trocarEstado().then(seguir);
+        seguir();
+      }).catch(function (erro) {
+        if (erro === null) return;
+        // The network or the server failed for a moment: keep trying, slower.
+        intervalo = Math.min(MAXIMO_S, intervalo * 2);
+        agendar(intervalo);
+      });
+    }
+
+    agendar(intervalo);
+  }
+
+  function protegerFormularios() {
+    var formularios = document.querySelectorAll("form[data-pedido]");
+    Array.prototype.forEach.call(formularios, function (form) {
+      form.addEventListener("submit", function () {
+        var botao = form.querySelector("button[type=submit]");
+        if (botao) {
+          botao.disabled = true;
+          botao.textContent = "Enviando…";
+        }
+      });
+    });
+  }
+
+  var raiz = document.getElementById("job");
+  if (raiz) acompanhar(raiz);
+  protegerFormularios();
+})();

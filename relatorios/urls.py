@@ -1,0 +1,27 @@
+"""The managers' pages (the API's routes are in relatorios/api/urls.py)."""
+
+from __future__ import annotations
+
+from django.contrib.auth import views as auth_views
+from django.urls import path
+from django.views.generic import RedirectView
+
+from relatorios import views
+
+# The `job` path converter (digits; range checked by the lookup) is the API's.
+from relatorios.api import urls as _api_urls  # noqa: F401
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="painel"), name="inicio"),
+    path(
+        "entrar/",
+        auth_views.LoginView.as_view(redirect_authenticated_user=True),
+        name="entrar",
+    ),
+    path("sair/", auth_views.LogoutView.as_view(), name="sair"),
+    path("painel/", views.painel, name="painel"),
+    path("painel/relatorios/<slug:tipo>/", views.solicitar, name="solicitar"),
+    path("painel/jobs/<job:job_id>/", views.pagina_do_job, name="pagina_do_job"),
+    path("painel/jobs/<job:job_id>/estado/", views.estado_do_job, name="estado_do_job"),
+    path("painel/jobs/<job:job_id>/repetir/", views.repetir, name="repetir"),
+]
