@@ -664,6 +664,9 @@ def marcar_como_falhou(*, job_id: int, motivo: str) -> Acao:
     ).update(
         status=Status.FALHOU,
         erro=motivo,
+        # An earlier attempt's traceback would read as the cause; it is not.
+        erro_detalhe="marcado como falhou pelo suporte",
+        checkpoint=None,
         concluido_em=Now(),
         proxima_tentativa_em=None,
         enfileirado_em=None,

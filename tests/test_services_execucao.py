@@ -457,6 +457,8 @@ def test_marcar_como_falhou_exige_motivo_e_cerca_o_worker(tenant: Tenant) -> Non
     assert not services.concluir(tentativa=tentativa, resultado={}, validade_s=60)
     job = helpers.job(job_id)
     assert (job.status, job.erro) == (Status.FALHOU, "dados corrompidos")
+    assert job.erro_detalhe == "marcado como falhou pelo suporte"
+    assert job.checkpoint is None
     assert not services.marcar_como_falhou(job_id=job_id, motivo="de novo").feita
 
 
