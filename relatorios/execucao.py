@@ -20,7 +20,9 @@ of at the end of a long query.
 from __future__ import annotations
 
 import logging
+import os
 import signal
+import socket
 import threading
 import time
 import traceback
@@ -128,7 +130,10 @@ def executar(*, job_id: int) -> None:
         # This cluster is stopping: leave the job to another one.
         services.reenviar(job_id=job_id)
         return
-    job = services.reivindicar(job_id=job_id)
+    # host:pid, for the attempts ledger (read here: this module is imported
+    # before django-q2 forks its workers).
+    trabalhador = f"{socket.gethostname()}:{os.getpid()}"
+    job = services.reivindicar(job_id=job_id, trabalhador=trabalhador)
     if job is None:
         logger.info("job não reivindicado", extra={"job_id": job_id})
         return

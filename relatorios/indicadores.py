@@ -17,7 +17,7 @@ from django.db import connection
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 
-from relatorios.models import RelatorioJob, Status
+from relatorios.models import RelatorioJob, RelatorioTentativa, Status
 from relatorios.models.jobs import ATIVOS, Agora
 
 JANELA = timedelta(hours=24)
@@ -155,14 +155,12 @@ class Evento:
 def linha_do_tempo(job: RelatorioJob, *, limite: int = 50) -> list[Evento]:
     """What is known of a job's life, oldest first.
 
-    The row keeps the latest of each timestamp (a restart resets them); the
-    worker's executions come from django-q2's task records (successes are
-    pruned to Q_SAVE_LIMIT, failures are kept), and support's actions from the
-    admin log.
+    The row keeps the latest of each timestamp (a restart resets them); every
+    attempt comes from the ledger (relatorio_tentativas: who ran it, how it
+    ended), and support's actions from the admin log.
     """
     from django.contrib.admin.models import LogEntry
     from django.contrib.contenttypes.models import ContentType
-    from django_q.models import Task
 
     eventos: list[Evento] = [Evento(job.criado_em, "criado (ou recomeçado)")]
     if job.iniciado_em:
@@ -179,19 +177,24 @@ def linha_do_tempo(job: RelatorioJob, *, limite: int = 50) -> list[Evento]:
         eventos.append(Evento(job.concluido_em, f"concluído: {job.status}"))
     if job.expira_em:
         eventos.append(Evento(job.expira_em, "resultado expira"))
-    # Task.name is not indexed, but the table stays small: successes are
-    # pruned to Q_SAVE_LIMIT and the reports catch their own failures.
-    for tarefa in Task.objects.filter(name=f"relatorio-{job.pk}").order_by("-started")[
-        :limite
-    ]:
-        desfecho = "ok" if tarefa.success else "falhou"
+    for tentativa in RelatorioTentativa.objects.filter(job=job).order_by(
+        "-iniciado_em"
+    )[:limite]:
         eventos.append(
             Evento(
-                tarefa.started,
-                "execução no worker",
-                f"até {tarefa.stopped:%H:%M:%S} UTC, {desfecho}",
+                tentativa.iniciado_em,
+                f"tentativa {tentativa.numero} iniciada",
+                tentativa.trabalhador,
             )
         )
+        if tentativa.terminado_em is not None:
+            eventos.append(
+                Evento(
+                    tentativa.terminado_em,
+                    f"tentativa {tentativa.numero}: {tentativa.get_desfecho_display()}",
+                    tentativa.erro or "",
+                )
+            )
     tipo_de_conteudo = ContentType.objects.get_for_model(RelatorioJob)
     for entrada in (
         LogEntry.objects.filter(content_type=tipo_de_conteudo, object_id=str(job.pk))

@@ -34,7 +34,7 @@ from django_q.tasks import async_task
 
 from relatorios import normalizacao, tipos
 from relatorios.fila import BrokerComAtraso
-from relatorios.models import RelatorioJob, Status
+from relatorios.models import Desfecho, RelatorioJob, RelatorioTentativa, Status
 from relatorios.models.jobs import Agora
 
 logger = logging.getLogger(__name__)
@@ -213,7 +213,7 @@ def submeter(
 # --- The worker's side -----------------------------------------------------------
 
 
-def reivindicar(*, job_id: int) -> JobReivindicado | None:
+def reivindicar(*, job_id: int, trabalhador: str = "") -> JobReivindicado | None:
     """Take a pending, due job for one attempt, or None.
 
     1. Lock the job's tenant (only if the job is pending at all).
@@ -223,6 +223,8 @@ def reivindicar(*, job_id: int) -> JobReivindicado | None:
        tenant cannot both see a free slot.
     3. Due but refused for the limit: it loses its message (`enfileirado_em`
        NULL) and waits for the dispatch when a slot frees.
+    4. Claimed: the attempt opens in the ledger (relatorio_tentativas) in the
+       same transaction; `trabalhador` (host:pid) says who runs it.
 
     A second delivery of the same message finds nothing to claim.
     """
@@ -272,6 +274,12 @@ def reivindicar(*, job_id: int) -> JobReivindicado | None:
             if cursor.rowcount:
                 logger.info("job aguarda vaga do tenant", extra={"job_id": job_id})
             return None
+        RelatorioTentativa.objects.create(
+            job_id=linha[0],
+            numero=linha[1],
+            iniciado_em=linha[2],
+            trabalhador=trabalhador,
+        )
     return JobReivindicado(
         tentativa=Tentativa(job_id=linha[0], numero=linha[1], iniciado_em=linha[2]),
         tenant_id=linha[3],
@@ -328,20 +336,23 @@ def descartar_checkpoint(*, tentativa: Tentativa) -> bool:
 
 def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
     """Finish the attempt with its result, valid for `validade_s` seconds."""
-    ganhou = (
-        _na_tentativa(tentativa).update(
-            status=Status.PRONTO,
-            resultado=resultado,
-            progresso=100,
-            checkpoint=None,
-            concluido_em=Now(),
-            expira_em=Now() + timedelta(seconds=validade_s),
-            erro=None,
-            erro_detalhe=None,
-            enfileirado_em=None,
+    with transaction.atomic():
+        ganhou = (
+            _na_tentativa(tentativa).update(
+                status=Status.PRONTO,
+                resultado=resultado,
+                progresso=100,
+                checkpoint=None,
+                concluido_em=Now(),
+                expira_em=Now() + timedelta(seconds=validade_s),
+                erro=None,
+                erro_detalhe=None,
+                enfileirado_em=None,
+            )
+            == 1
         )
-        == 1
-    )
+        if ganhou:
+            _encerrar_tentativa(tentativa, Desfecho.PRONTO)
     if ganhou:
         _despachar_do_job(tentativa.job_id)
     return ganhou
@@ -349,16 +360,19 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
 
 def falhar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> bool:
     """End the attempt as failed for good: `erro` for tenants, `detalhe` for staff."""
-    ganhou = (
-        _na_tentativa(tentativa).update(
-            status=Status.FALHOU,
-            erro=erro,
-            erro_detalhe=detalhe,
-            concluido_em=Now(),
-            enfileirado_em=None,
+    with transaction.atomic():
+        ganhou = (
+            _na_tentativa(tentativa).update(
+                status=Status.FALHOU,
+                erro=erro,
+                erro_detalhe=detalhe,
+                concluido_em=Now(),
+                enfileirado_em=None,
+            )
+            == 1
         )
-        == 1
-    )
+        if ganhou:
+            _encerrar_tentativa(tentativa, Desfecho.FALHOU, erro)
     if ganhou:
         _despachar_do_job(tentativa.job_id)
     return ganhou
@@ -393,6 +407,7 @@ def adiar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> str | None
             == 1
         )
         if ganhou:
+            _encerrar_tentativa(tentativa, Desfecho.ADIADO, erro)
             tipo = RelatorioJob.objects.values_list("tipo", flat=True).get(
                 pk=tentativa.job_id
             )
@@ -415,6 +430,7 @@ def devolver(*, tentativa: Tentativa) -> bool:
             == 1
         )
         if ganhou:
+            _encerrar_tentativa(tentativa, Desfecho.DEVOLVIDO)
             tipo = RelatorioJob.objects.values_list("tipo", flat=True).get(
                 pk=tentativa.job_id
             )
@@ -547,6 +563,11 @@ def _varrer_orfaos(resultado: Varredura) -> None:
             },
         )
         linhas = cursor.fetchall()
+        _encerrar_abertas(
+            [linha[0] for linha in linhas],
+            Desfecho.ORFAO,
+            "o worker parou de responder",
+        )
         for job_id, tenant_id, tipo, status, quando in linhas:
             if status == Status.PENDENTE:
                 _enfileirar(job_id=job_id, tipo=tipo, quando=quando)
@@ -649,6 +670,7 @@ def reexecutar(*, job_id: int) -> Acao:
         linha = cursor.fetchone()
         if linha is None:
             return Acao(False, "só falhou, travado ou expirado pode ser reexecutado")
+        _encerrar_abertas([job_id], Desfecho.INTERROMPIDO, "reexecutado pelo suporte")
         if enfileirar:
             _enfileirar(job_id=job_id, tipo=linha[0])
     return Acao(True)
@@ -659,18 +681,20 @@ def marcar_como_falhou(*, job_id: int, motivo: str) -> Acao:
     motivo = motivo.strip()
     if not motivo:
         return Acao(False, "informe o motivo")
-    n = RelatorioJob.objects.filter(
-        pk=job_id, status__in=(Status.PENDENTE, Status.EXECUTANDO)
-    ).update(
-        status=Status.FALHOU,
-        erro=motivo,
-        # An earlier attempt's traceback would read as the cause; it is not.
-        erro_detalhe="marcado como falhou pelo suporte",
-        checkpoint=None,
-        concluido_em=Now(),
-        proxima_tentativa_em=None,
-        enfileirado_em=None,
-    )
+    with transaction.atomic():
+        n = RelatorioJob.objects.filter(
+            pk=job_id, status__in=(Status.PENDENTE, Status.EXECUTANDO)
+        ).update(
+            status=Status.FALHOU,
+            erro=motivo,
+            # An earlier attempt's traceback would read as the cause; it is not.
+            erro_detalhe="marcado como falhou pelo suporte",
+            checkpoint=None,
+            concluido_em=Now(),
+            proxima_tentativa_em=None,
+            enfileirado_em=None,
+        )
+        _encerrar_abertas([job_id] if n else [], Desfecho.INTERROMPIDO, motivo)
     if n == 0:
         return Acao(False, "só pendente ou executando pode ser marcado como falhou")
     _despachar_do_job(job_id)
@@ -697,6 +721,24 @@ def _na_tentativa(tentativa: Tentativa) -> Any:
         tentativas=tentativa.numero,
         iniciado_em=tentativa.iniciado_em,
     )
+
+
+def _encerrar_tentativa(
+    tentativa: Tentativa, desfecho: str, erro: str | None = None
+) -> None:
+    RelatorioTentativa.objects.filter(
+        job_id=tentativa.job_id,
+        iniciado_em=tentativa.iniciado_em,
+        terminado_em__isnull=True,
+    ).update(terminado_em=Now(), desfecho=desfecho, erro=erro)
+
+
+def _encerrar_abertas(job_ids: list[int], desfecho: str, erro: str) -> None:
+    """Close the open attempt of jobs taken from their workers by someone else."""
+    if job_ids:
+        RelatorioTentativa.objects.filter(
+            job_id__in=job_ids, terminado_em__isnull=True
+        ).update(terminado_em=Now(), desfecho=desfecho, erro=erro)
 
 
 def _travar_tenant(cursor: CursorWrapper, tenant_id: int) -> None:

@@ -438,6 +438,26 @@ def test_pagina_do_job_mostra_tudo_formatado_e_a_linha_do_tempo(
     assert 'value="Expirar resultado"' not in html
 
 
+def test_linha_do_tempo_mostra_cada_tentativa_do_historico(
+    cliente: Client, tenant: Tenant
+) -> None:
+    job_id = services.submeter(
+        tenant_id=tenant.pk,
+        tipo="vendas",
+        params_brutos={"inicio": "2026-01-01", "fim": "2026-01-31"},
+        usuario_id=None,
+    ).job.id
+    job = services.reivindicar(job_id=job_id, trabalhador="maquina-7:4242")
+    services.adiar(tentativa=job.tentativa, erro="deadlock no banco", detalhe=None)
+
+    html = cliente.get(f"{LISTA}{job_id}/change/").content.decode()
+
+    assert "tentativa 1 iniciada" in html
+    assert "maquina-7:4242" in html
+    assert "tentativa 1: adiado (falha transitória)" in html
+    assert "deadlock no banco" in html
+
+
 def test_resultado_grande_e_cortado_com_link_para_baixar(
     cliente: Client, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:

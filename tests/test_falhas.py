@@ -21,7 +21,13 @@ from django.forms.models import model_to_dict
 from django_q.models import OrmQ
 
 from relatorios import execucao, services, tipos
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import (
+    Desfecho,
+    RelatorioJob,
+    RelatorioTentativa,
+    Status,
+    Tenant,
+)
 from relatorios.tipos.base import Contexto
 from tests import helpers
 from tests.processos import Processo, ambiente, iniciar_gunicorn, requisitar
@@ -142,6 +148,11 @@ def test_worker_morto_com_kill_9_e_recuperado(
     assert job.tentativas == 2
     assert job.resultado == esperado(tenant, job_id)
     assert job.erro is None
+    assert list(
+        RelatorioTentativa.objects.filter(job_id=job_id)
+        .order_by("numero")
+        .values_list("desfecho", flat=True)
+    ) == [Desfecho.ORFAO, Desfecho.PRONTO]
     retomada = next(em for _, p, em in execucoes(job_id) if p != pid)
     print(f"recuperação (kill -9 do worker -> job de volta): {retomada - morto_em}")
 
@@ -340,6 +351,11 @@ def test_zumbi_retomado_nao_muda_nada(
     assert job.status == Status.PRONTO
     assert job.tentativas == 2
     assert model_to_dict(helpers.job(job_id)) == antes
+    assert list(
+        RelatorioTentativa.objects.filter(job_id=job_id)
+        .order_by("numero")
+        .values_list("desfecho", flat=True)
+    ) == [Desfecho.ORFAO, Desfecho.PRONTO]
     assert {pid for _, pid, _ in execucoes(job_id)} - {zumbi}
 
 

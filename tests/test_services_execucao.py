@@ -14,7 +14,13 @@ from django.utils import timezone
 from django_q.models import OrmQ
 
 from relatorios import execucao, services
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import (
+    Desfecho,
+    RelatorioJob,
+    RelatorioTentativa,
+    Status,
+    Tenant,
+)
 from relatorios.services import LimiteDePendentes, Tentativa
 from tests import helpers, processos
 from tests.tipos_de_teste import Lento
@@ -59,6 +65,49 @@ def tentativa_velha_nao_escreve(velha: Tentativa) -> list[Any]:
         services.adiar(tentativa=velha, erro="velho", detalhe=None),
         services.devolver(tentativa=velha),
     ]
+
+
+def historico(job_id: int) -> list[tuple[int, str | None, str | None]]:
+    return [
+        (t.numero, t.desfecho, t.erro)
+        for t in RelatorioTentativa.objects.filter(job_id=job_id).order_by(
+            "iniciado_em"
+        )
+    ]
+
+
+@pytest.mark.django_db
+def test_historico_guarda_cada_tentativa_e_como_acabou(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    primeira = services.reivindicar(job_id=job_id, trabalhador="host-a:11")
+    services.adiar(tentativa=primeira.tentativa, erro="caiu a conexão", detalhe=None)
+    RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
+    reivindicar(job_id)
+    envelhecer_batimento(job_id)
+    services.varrer()
+    RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
+    terceira = reivindicar(job_id)
+    aberta = RelatorioTentativa.objects.get(job_id=job_id, numero=3)
+    services.concluir(tentativa=terceira, resultado={}, validade_s=60)
+
+    assert historico(job_id) == [
+        (1, Desfecho.ADIADO, "caiu a conexão"),
+        (2, Desfecho.ORFAO, "o worker parou de responder"),
+        (3, Desfecho.PRONTO, None),
+    ]
+    assert aberta.terminado_em is None
+    assert RelatorioTentativa.objects.get(job_id=job_id, numero=1).trabalhador == (
+        "host-a:11"
+    )
+    assert RelatorioTentativa.objects.filter(terminado_em__isnull=True).count() == 0
+
+
+@pytest.mark.django_db
+def test_historico_registra_a_intervencao_do_suporte(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    reivindicar(job_id)
+    services.marcar_como_falhou(job_id=job_id, motivo="dados corrompidos")
+    assert historico(job_id) == [(1, Desfecho.INTERROMPIDO, "dados corrompidos")]
 
 
 @pytest.mark.django_db

@@ -165,3 +165,48 @@ class RelatorioJob(models.Model):
 
     def params_dict(self) -> dict[str, Any]:
         return dict(self.params or {})
+
+
+class Desfecho(models.TextChoices):
+    PRONTO = "pronto", "pronto"
+    FALHOU = "falhou", "falhou"
+    ADIADO = "adiado", "adiado (falha transitória)"
+    ORFAO = "orfao", "órfão (o worker parou de responder)"
+    DEVOLVIDO = "devolvido", "devolvido (cluster parando)"
+    INTERROMPIDO = "interrompido", "interrompido pelo suporte"
+
+
+class RelatorioTentativa(models.Model):
+    """One attempt at a job: who ran it, from when to when, and how it ended.
+
+    The job row keeps only its latest attempt; this ledger keeps them all, so
+    support can read a job's history (died, retried after a deadlock, done).
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(
+        RelatorioJob, on_delete=models.CASCADE, related_name="historico"
+    )
+    numero = models.IntegerField()
+    # The claim's timestamp: with job_id, the same fence the job row uses.
+    iniciado_em = models.DateTimeField()
+    terminado_em = models.DateTimeField(null=True, blank=True)
+    desfecho = models.TextField(choices=Desfecho.choices, null=True, blank=True)  # noqa: DJ001 (NULL while running)
+    erro = models.TextField(null=True, blank=True)  # noqa: DJ001 (as the job's)
+    # host:pid of the worker process.
+    trabalhador = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = "relatorio_tentativas"
+        verbose_name = "tentativa"
+        verbose_name_plural = "tentativas"
+        ordering = ["job", "iniciado_em"]
+        constraints = [
+            # Closing an attempt looks it up by (job_id, iniciado_em).
+            models.UniqueConstraint(
+                fields=["job", "iniciado_em"], name="relatorio_tentativas_job_inicio"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} tentativa {self.numero}"
