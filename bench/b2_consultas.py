@@ -1,0 +1,191 @@
+"""B2 round trips: what one request costs in conversations with PostgreSQL.
+
+The request runs in this process through Django's real WSGI handler (the
+request_started/finished signals, the middleware, DRF, the health check of
+a reused connection: all as under gunicorn). The connection's libpq trace
+records every message on the wire; each `ReadyForQuery` from the server ends
+one round trip, so nothing is missed: the health check's `SELECT 1` (which
+bypasses Django's cursor wrappers, and so CaptureQueriesContext), BEGIN,
+COMMIT and savepoints included.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.contexto import Contexto, linha, nota
+
+# Where a statement belongs, first match wins.
+CATEGORIAS: list[tuple[str, re.Pattern[str]]] = [
+    ("health-check", re.compile(r"^SELECT 1$")),
+    ("auth", re.compile(r"authtoken_token|FROM \"usuarios\"", re.IGNORECASE)),
+    ("tx", re.compile(r"^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)", re.IGNORECASE)),
+    ("app", re.compile(r".")),
+]
+_ENVIADA = re.compile(r'^F\t\d+\t(Query|Parse)\t (?:"[^"]*" )?"(.*)"', re.DOTALL)
+
+
+@dataclass
+class Medida:
+    """One request on the wire: its HTTP status, statements and round trips."""
+
+    status: int
+    voltas: int
+    sentencas: list[str]
+
+    def por_categoria(self) -> dict[str, int]:
+        contagem = {nome: 0 for nome, _ in CATEGORIAS}
+        for texto in self.sentencas:
+            for nome, padrao in CATEGORIAS:
+                if padrao.search(texto):
+                    contagem[nome] += 1
+                    break
+        return contagem
+
+
+def executar(ctx: Contexto) -> None:
+    from django.core.handlers.wsgi import WSGIHandler
+
+    tenant = ctx.tenants()[0]
+    app = WSGIHandler()  # get_wsgi_application would set up (logging) again
+
+    def pedir(metodo: str, caminho: str, corpo: dict[str, Any] | None) -> Medida:
+        return _medir(app, metodo, caminho, tenant.token, corpo)
+
+    filtro = {"inicio": "2027-03-01", "fim": "2027-03-31", "agrupar": "dia"}
+    outro = {**filtro, "lojas": tenant.lojas[:2]}
+    # The first request of this token in this process: a cold cache, if any.
+    fria = pedir("POST", "/relatorios/vendas", filtro)
+    job_id = _ultimo_id()
+    casos: list[tuple[str, Callable[[], Medida], int]] = [
+        ("dedup hit", lambda: pedir("POST", "/relatorios/vendas", filtro), 202),
+        ("new submit", lambda: pedir("POST", "/relatorios/vendas", outro), 202),
+        ("status GET", lambda: pedir("GET", f"/relatorios/jobs/{job_id}", None), 200),
+    ]
+    for nome, fazer, esperado in casos:
+        medida = fazer()
+        if medida.status != esperado:
+            raise RuntimeError(f"B2 {nome}: HTTP {medida.status}, not {esperado}")
+        _imprimir(f"B2 {nome}", medida)
+    _imprimir("B2 new submit, cold", fria)
+    nota("B2 cold: the first request of a token in a process (auth cache empty)")
+
+
+def _imprimir(figura: str, medida: Medida) -> None:
+    cat = medida.por_categoria()
+    detalhe = " + ".join(f"{nome} {n}" for nome, n in cat.items() if n)
+    linha(
+        figura,
+        f"{medida.voltas} round trips ({detalhe}); app SQL: "
+        + "; ".join(_resumo(s) for s in medida.sentencas if _categoria(s) == "app"),
+    )
+
+
+def _categoria(texto: str) -> str:
+    for nome, padrao in CATEGORIAS:
+        if padrao.search(texto):
+            return nome
+    return "app"
+
+
+def _resumo(texto: str) -> str:
+    """The first words of a statement and its table, on one line."""
+    plano = " ".join(texto.split())
+    tabela = re.search(r"(?:FROM|INTO|UPDATE)\s+\"?(\w+)", plano, re.IGNORECASE)
+    verbo = plano.split(" ", 1)[0].upper()
+    return f"{verbo} {tabela.group(1) if tabela else ''}".strip()
+
+
+def _ultimo_id() -> int:
+    from relatorios.models import RelatorioJob
+
+    job = RelatorioJob.objects.order_by("-id").only("id").first()
+    if job is None:
+        raise RuntimeError("B2: no job after the first submit")
+    return int(job.id)
+
+
+def _medir(
+    app: Any, metodo: str, caminho: str, token: str, corpo: dict[str, Any] | None
+) -> Medida:
+    from django.db import connection
+    from psycopg import pq
+
+    # The request reuses this connection (CONN_MAX_AGE): trace it.
+    connection.ensure_connection()
+    pgconn = connection.connection.pgconn
+    with tempfile.TemporaryFile("w+") as rastro:
+        pgconn.trace(rastro.fileno())
+        pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
+        try:
+            status = _chamar(app, metodo, caminho, token, corpo)
+        finally:
+            pgconn.untrace()
+        if connection.connection is None or connection.connection.pgconn is not pgconn:
+            raise RuntimeError("B2: the request did not reuse the traced connection")
+        rastro.seek(0)
+        texto = rastro.read()
+    sentencas = []
+    voltas = 0
+    for registro in _registros(texto):
+        if registro.startswith("B\t") and "\tReadyForQuery\t" in registro:
+            voltas += 1
+        achado = _ENVIADA.match(registro)
+        if achado:
+            sentencas.append(achado.group(2))
+    return Medida(status=status, voltas=voltas, sentencas=sentencas)
+
+
+def _registros(texto: str) -> list[str]:
+    """One string per protocol message (a query's own newlines are kept)."""
+    registros: list[str] = []
+    for trecho in texto.split("\n"):
+        if trecho.startswith(("F\t", "B\t")) or not registros:
+            registros.append(trecho)
+        else:
+            registros[-1] += "\n" + trecho
+    return registros
+
+
+def _chamar(
+    app: Any, metodo: str, caminho: str, token: str, corpo: dict[str, Any] | None
+) -> int:
+    dados = json.dumps(corpo).encode() if corpo is not None else b""
+    environ: dict[str, Any] = {
+        "REQUEST_METHOD": metodo,
+        "PATH_INFO": caminho,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": "127.0.0.1",
+        "HTTP_AUTHORIZATION": f"Token {token}",
+        "CONTENT_LENGTH": str(len(dados)),
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": "http",
+        "wsgi.input": io.BytesIO(dados),
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+    }
+    if corpo is not None:
+        environ["CONTENT_TYPE"] = "application/json"
+    recebido: list[str] = []
+
+    def start_response(status: str, headers: Any, exc_info: Any = None) -> None:
+        recebido.append(status)
+
+    resposta = app(environ, start_response)
+    try:
+        b"".join(resposta)
+    finally:
+        resposta.close()  # request_finished, as gunicorn does
+    return int(recebido[0].split()[0])
