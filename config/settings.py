@@ -124,7 +124,9 @@ LOGIN_URL = "/entrar/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's TokenAuthentication plus a short per-process cache of
+        # token -> user (RELATORIOS_CACHE_TOKEN_S below).
+        "relatorios.api.autenticacao.TokenComCache",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "relatorios.api.permissoes.UsuarioDeTenant",
@@ -134,6 +136,10 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "relatorios.api.erros.tratar_excecao",
     "UNAUTHENTICATED_USER": None,
 }
+
+# How long a process trusts a token it has already checked: a deleted token
+# or deactivated user stops working within this many seconds. 0: no cache.
+RELATORIOS_CACHE_TOKEN_S = env_float("RELATORIOS_CACHE_TOKEN_S", 5.0)
 
 # --- Report jobs ---------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from django.test import override_settings
 
+from relatorios.api import autenticacao
 from relatorios.models import Tenant
 from tests import helpers, processos
 
@@ -20,6 +21,14 @@ def _tipos_de_teste() -> Iterator[None]:
         PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
     ):
         yield
+
+
+@pytest.fixture(autouse=True)
+def _cache_de_tokens_vazio() -> Iterator[None]:
+    # A token one test authenticated must not outlive the test's rollback.
+    autenticacao.esquecer_tudo()
+    yield
+    autenticacao.esquecer_tudo()
 
 
 @pytest.fixture
