@@ -25,10 +25,10 @@ from types import FrameType
 
 import dj_database_url
 
-from bench.ambiente import SAIDA, Banco, parar_todos
+from bench.ambiente import SAIDA, Banco, fechar_monitor, parar_todos
 from bench.contexto import Contexto, nota
 
-CENARIOS = ("B1", "B2")
+CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -36,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
     banco = _banco(args.database)
     os.environ["DATABASE_URL"] = banco.url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    # In-process submits (B2, B4) pile up pending jobs of one tenant: the
+    # figures are about the submit path, not about the per-tenant cap.
+    os.environ.setdefault("RELATORIOS_MAX_PENDENTES_POR_TENANT", str(10**9))
     escolhidos = [c.strip().upper() for c in args.only.split(",") if c.strip()]
     desconhecidos = sorted(set(escolhidos) - set(CENARIOS))
     if desconhecidos:
@@ -82,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C waits
         parar_todos()
+        fechar_monitor()
         _fechar_conexoes()
         if args.keep_database:
             nota(f"database {banco.nome} kept (--keep-database)")
@@ -92,11 +96,22 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _executor(nome: str) -> Callable[[Contexto], None]:
-    from bench import b1_http, b2_consultas
+    from bench import (
+        b1_http,
+        b2_consultas,
+        b3_pipeline,
+        b4_historico,
+        b5_relatorios,
+        b6_dados,
+    )
 
     modulos = {
         "B1": b1_http,
         "B2": b2_consultas,
+        "B3": b3_pipeline,
+        "B4": b4_historico,
+        "B5": b5_relatorios,
+        "B6": b6_dados,
     }
     executar: Callable[[Contexto], None] = modulos[nome].executar
     return executar

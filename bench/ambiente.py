@@ -14,10 +14,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -172,6 +173,36 @@ def filhos(pid: int) -> list[int]:
     return [int(p) for p in texto.split()]
 
 
+class Perfil:
+    """py-spy on a process and all its children, until `parar` (--profile).
+
+    Only the thread holding the GIL is sampled (--gil): in a GIL-bound
+    server that is where CPU time goes. Collapsed stacks (one line per stack,
+    sample count last) go to bench-output/perfil-<nome>.txt, and
+    `python -m bench.perfil` summarizes them. Sampling costs CPU too: the
+    figures of a profiled run are not the published ones.
+    """
+
+    def __init__(self, pid: int, nome: str) -> None:
+        pyspy = shutil.which("py-spy", path=str(Path(PYTHON).parent))
+        if pyspy is None:
+            raise RuntimeError("--profile needs py-spy: .venv/bin/pip install py-spy")
+        self.saida = SAIDA / f"perfil-{nome}.txt"
+        args = [pyspy, "record", "--pid", str(pid), "--subprocesses", "--gil"]
+        args += ["--nonblocking", "--format", "raw", "--output", str(self.saida)]
+        self.processo = Processo(
+            "py-spy", args, ambiente(), SAIDA / f"perfil-{nome}.log"
+        )
+
+    def parar(self) -> None:
+        # SIGINT is py-spy's "stop and write the file".
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.processo.pid, signal.SIGINT)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.processo.popen.wait(60)
+        self.processo.parar()
+
+
 # --- wrk -------------------------------------------------------------------------
 
 
@@ -267,13 +298,32 @@ def pids_do_grupo(pgid: int) -> list[int]:
     return pids
 
 
+_monitor: dict[str, psycopg.Connection] = {}
+_monitor_trava = threading.Lock()
+
+
 def pids_do_banco(banco: Banco) -> list[int]:
-    """The PostgreSQL backends serving the bench database right now."""
-    with banco.conectar("postgres") as conexao:
+    """The PostgreSQL backends serving the bench database right now.
+
+    Asked on one long-lived connection to the maintenance database: a new
+    connection per question would fork a backend each time, the very CPU
+    being measured.
+    """
+    with _monitor_trava:
+        conexao = _monitor.get(banco.url)
+        if conexao is None or conexao.closed:
+            conexao = _monitor[banco.url] = banco.conectar("postgres")
         linhas = conexao.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = %s", [banco.nome]
         ).fetchall()
     return [int(pid) for (pid,) in linhas]
+
+
+def fechar_monitor() -> None:
+    with _monitor_trava:
+        for conexao in _monitor.values():
+            conexao.close()
+        _monitor.clear()
 
 
 def ticks_da_maquina() -> tuple[int, int]:
@@ -290,38 +340,72 @@ def ticks_da_maquina() -> tuple[int, int]:
 class MedidorCpu:
     """CPU use of named groups of processes over a window, in % of one core.
 
-    `grupos` maps a name to a function listing the group's pids; it is called
-    at the start and at the end, and a pid first seen at the end is counted
-    from zero (it was born inside the window). `maquina` is the whole machine,
-    other engineers' work included: the noise next to every figure.
+    `grupos` maps a name to a function listing the group's pids. A thread
+    lists them twice a second and remembers each pid's last CPU time, so a
+    process that is born and dies inside the window (a connection's backend,
+    a recycled worker) still counts, up to its last sample. `maquina` is the
+    whole machine, other engineers' work included: the noise next to every
+    figure.
     """
 
     grupos: dict[str, Callable[[], list[int]]]
+    # Groups whose processes are also shown one by one (an unbalanced
+    # gunicorn is one busy worker next to idle ones).
+    detalhar: frozenset[str] = frozenset({"gunicorn"})
+    detalhe: dict[str, list[float]] = field(default_factory=dict)
     _inicio: dict[str, dict[int, int]] = field(default_factory=dict)
+    _vistos: dict[str, dict[int, int]] = field(default_factory=dict)
     _t0: float = 0.0
     _maquina0: tuple[int, int] = (0, 0)
     _extras: dict[str, float] = field(default_factory=dict)
+    _parar: threading.Event = field(default_factory=threading.Event)
+    _fio: threading.Thread | None = None
 
     def iniciar(self) -> None:
         self._inicio = {
             nome: {pid: ticks(pid) for pid in listar()}
             for nome, listar in self.grupos.items()
         }
+        self._vistos = {nome: dict(pids) for nome, pids in self._inicio.items()}
+        self._extras = {}
         self._maquina0 = ticks_da_maquina()
         self._t0 = time.monotonic()
+        self._parar = threading.Event()
+        self._fio = threading.Thread(target=self._amostrar, daemon=True)
+        self._fio.start()
+
+    def _amostrar(self) -> None:
+        while not self._parar.wait(0.5):
+            self._registrar()
+
+    def _registrar(self) -> None:
+        for nome, listar in self.grupos.items():
+            vistos = self._vistos.setdefault(nome, {})
+            for pid in listar():
+                agora = ticks(pid)
+                if agora:
+                    vistos[pid] = agora
 
     def somar_segundos(self, nome: str, segundos: float) -> None:
         """CPU seconds measured elsewhere (a reaped child's rusage)."""
         self._extras[nome] = self._extras.get(nome, 0.0) + segundos
 
     def parar(self) -> dict[str, float]:
+        self._parar.set()
+        if self._fio is not None:
+            self._fio.join()
+        self._registrar()
         parede = max(time.monotonic() - self._t0, 1e-6)
         uso: dict[str, float] = {}
-        for nome, listar in self.grupos.items():
+        for nome in self.grupos:
             antes = self._inicio.get(nome, {})
-            pids = set(listar()) | set(antes)
-            delta = sum(max(0, ticks(pid) - antes.get(pid, 0)) for pid in pids)
-            uso[nome] = 100.0 * delta / TICKS_POR_S / parede
+            vistos = self._vistos.get(nome, {})
+            deltas = [max(0, fim - antes.get(pid, 0)) for pid, fim in vistos.items()]
+            uso[nome] = 100.0 * sum(deltas) / TICKS_POR_S / parede
+            if nome in self.detalhar:
+                self.detalhe[nome] = sorted(
+                    (100.0 * d / TICKS_POR_S / parede for d in deltas), reverse=True
+                )
         for nome, segundos in self._extras.items():
             uso[nome] = uso.get(nome, 0.0) + 100.0 * segundos / parede
         ocupado1, total1 = ticks_da_maquina()
@@ -330,25 +414,21 @@ class MedidorCpu:
         uso["maquina"] = (
             100.0 * nucleos * (ocupado1 - ocupado0) / max(1, total1 - total0)
         )
-        self._extras = {}
         return uso
 
 
-def formatar_cpu(uso: dict[str, float]) -> str:
-    partes = [
-        f"{nome}={valor:.0f}%" for nome, valor in uso.items() if nome != "maquina"
-    ]
+def formatar_cpu(
+    uso: dict[str, float], detalhe: dict[str, list[float]] | None = None
+) -> str:
+    partes = []
+    for nome, valor in uso.items():
+        if nome == "maquina":
+            continue
+        texto = f"{nome}={valor:.0f}%"
+        processos = [v for v in (detalhe or {}).get(nome, []) if v >= 1]
+        if len(processos) > 1:
+            texto += "(" + "+".join(f"{v:.0f}" for v in processos) + ")"
+        partes.append(texto)
     nucleos = os.cpu_count() or 1
     partes.append(f"machine={uso.get('maquina', 0):.0f}%/{100 * nucleos}%")
     return "cpu " + " ".join(partes)
-
-
-@contextlib.contextmanager
-def medindo(medidor: MedidorCpu) -> Iterator[dict[str, float]]:
-    """`with medindo(m) as uso:` fills `uso` when the block ends."""
-    uso: dict[str, float] = {}
-    medidor.iniciar()
-    try:
-        yield uso
-    finally:
-        uso.update(medidor.parar())

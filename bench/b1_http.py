@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -20,8 +18,8 @@ from typing import Any
 from bench.ambiente import (
     SAIDA,
     MedidorCpu,
+    Perfil,
     Processo,
-    filhos,
     formatar_cpu,
     garantir_wrk,
     iniciar_gunicorn,
@@ -64,56 +62,17 @@ def executar(ctx: Contexto) -> None:
             base = 2 * n * 1_000_000
             _rodar_wrk(wrk, url, cenario, dados, base, ctx.aquecimento_s, ctx, None)
             antes = _contar_jobs(ctx)
-            perfis = _perfilar(gunicorn, cenario, ctx.duracao_s) if ctx.perfil else []
+            perfil = Perfil(gunicorn.pid, f"b1-{cenario}") if ctx.perfil else None
             resultado, uso = _rodar_wrk(
                 wrk, url, cenario, dados, base + 1_000_000, ctx.duracao_s, ctx, medidor
             )
-            for perfil in perfis:
-                perfil.popen.wait(timeout=60)  # it stops by itself (--duration)
+            if perfil is not None:
                 perfil.parar()
             time.sleep(0.5)  # requests in flight when wrk stopped
             novos = _contar_jobs(ctx) - antes
-            _imprimir(cenario, resultado, uso or {}, novos)
+            _imprimir(cenario, resultado, uso or {}, medidor.detalhe, novos)
     finally:
         gunicorn.parar()
-
-
-def _perfilar(gunicorn: Processo, cenario: str, duracao_s: int) -> list[Processo]:
-    """py-spy on every gunicorn worker for the measured run (--profile).
-
-    Collapsed stacks (one line per stack, sample count last) go to
-    bench-output/perfil-b1-<scenario>-<pid>.txt; `python -m bench.perfil`
-    summarizes them. The samplers cost CPU too: figures of a profiled run
-    are not the published ones.
-    """
-    pyspy = shutil.which("py-spy", path=str(Path(sys.executable).parent))
-    if pyspy is None:
-        raise RuntimeError("--profile needs py-spy: .venv/bin/pip install py-spy")
-    processos = []
-    for pid in filhos(gunicorn.pid):
-        saida = SAIDA / f"perfil-b1-{cenario}-{pid}.txt"
-        processos.append(
-            Processo(
-                "py-spy",
-                [
-                    pyspy,
-                    "record",
-                    "--pid",
-                    str(pid),
-                    "--format",
-                    "raw",
-                    "--gil",
-                    "--duration",
-                    str(duracao_s),
-                    "--nonblocking",
-                    "--output",
-                    str(saida),
-                ],
-                dict(os.environ),
-                SAIDA / f"perfil-b1-{cenario}-{pid}.log",
-            )
-        )
-    return processos
 
 
 def _submeter_padroes(url: str, tenants: list[TenantDeBench]) -> None:
@@ -209,7 +168,11 @@ def _contar_jobs(ctx: Contexto) -> int:
 
 
 def _imprimir(
-    cenario: str, r: dict[str, Any], uso: dict[str, float], novos: int
+    cenario: str,
+    r: dict[str, Any],
+    uso: dict[str, float],
+    detalhe: dict[str, list[float]],
+    novos: int,
 ) -> None:
     segundos = r["duracao_us"] / 1e6
     erros_socket = (
@@ -223,6 +186,13 @@ def _imprimir(
         f"p50 {r['p50_us'] / 1000:6.1f} ms  p99 {r['p99_us'] / 1000:6.1f} ms  "
         f"non-2xx {r['erros_status']}"
     )
+    # CPU per request is steadier than req/s on a machine others share: it
+    # does not drop when a neighbour takes a core, only throughput does.
+    taxa = max(1e-9, r["requisicoes"] / segundos)
+    texto += (
+        f"  cpu/req gunicorn {uso.get('gunicorn', 0) * 10 / taxa:.2f} ms"
+        f" postgres {uso.get('postgres', 0) * 10 / taxa:.2f} ms"
+    )
     if erros_socket:
         texto += f"  socket-errors {erros_socket}"
     if cenario == "s1":
@@ -230,4 +200,4 @@ def _imprimir(
         texto += f"  repeat {100 * (1 - novos / ok):.1f}% (db; 61% asked)"
     elif cenario in ("s2", "s4"):
         texto += f"  new-jobs {novos}"
-    linha(f"B1 {NOMES[cenario]}", f"{texto}  | {formatar_cpu(uso)}")
+    linha(f"B1 {NOMES[cenario]}", f"{texto}  | {formatar_cpu(uso, detalhe)}")
