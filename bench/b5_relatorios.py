@@ -14,7 +14,10 @@ each type, with a realistic heavy request:
 3. The worker's peak RSS: VmHWM of the cluster's processes, reset through
    /proc/<pid>/clear_refs before each job, read after it.
 
-Job and direct runs alternate; each figure is the median of its runs.
+Job, direct and in-process runs alternate; each figure is the median of its
+runs. The in-process chunk loop (bracketed) splits the gap: chunk loop minus
+direct is the per-chunk transactions and Python; job minus chunk loop is the
+queue, the claim, the progress writes and the result's write.
 """
 
 from __future__ import annotations
@@ -54,41 +57,60 @@ def executar(ctx: Contexto) -> None:
     cluster = iniciar_cluster("b5", RELATORIOS_VALIDADE_S="1")
     try:
         for tipo, pedido in PEDIDOS:
-            sqls = _capturar(tenant_id, tipo, pedido)
+            preparado = _preparar(tenant_id, tipo, pedido)
+            sqls = _capturar(preparado)
             _direto(ctx, sqls)  # warm-up: the same pages in cache for both
             jobs: list[float] = []
             diretos: list[float] = []
+            calculos: list[float] = []
             picos: list[int] = []
             for _ in range(repeticoes):
                 duracao, pico = _job(cluster, tenant_id, tipo, pedido)
                 jobs.append(duracao)
                 picos.append(pico)
                 diretos.append(_direto(ctx, sqls))
+                calculos.append(_calcular(preparado))
             job, direto = statistics.median(jobs), statistics.median(diretos)
             linha(
                 f"B5 {tipo}",
                 f"job {job:.2f}s  direct SQL {direto:.2f}s ({len(sqls)} statements)"
                 f"  ratio {job / direto:.2f}x (target <= 1.1x)"
-                f"  worker peak RSS {max(picos) / 1024:.0f} MB (target < 200 MB)",
+                f"  worker peak RSS {max(picos) / 1024:.0f} MB (target < 200 MB)"
+                f"  [chunk loop in-process {statistics.median(calculos):.2f}s]",
             )
     finally:
         cluster.parar()
 
 
-def _capturar(tenant_id: int, tipo: str, pedido: dict[str, Any]) -> list[str]:
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
-    from relatorios import execucao, tipos
+def _preparar(tenant_id: int, tipo: str, pedido: dict[str, Any]) -> tuple[Any, ...]:
+    """What execucao.calcular takes: the type, the context and the params."""
+    from relatorios import tipos
     from relatorios.models import Tenant
     from relatorios.tipos.base import Contexto as ContextoRelatorio
 
     tipo_relatorio = tipos.obter(tipo)
-    params = tipo_relatorio.normalizar(pedido)
     fuso = Tenant.objects.get(pk=tenant_id).fuso_horario
     contexto = ContextoRelatorio(job_id=0, tenant_id=tenant_id, fuso_horario=fuso)
+    return tipo_relatorio, contexto, tipo_relatorio.normalizar(pedido)
+
+
+def _calcular(preparado: tuple[Any, ...]) -> float:
+    """The worker's chunk loop (execucao.calcular) in this process: SQL plus
+    transactions, settings and Python, without queue, claim or result write."""
+    from relatorios import execucao
+
+    tipo_relatorio, contexto, params = preparado
+    inicio = time.monotonic()
+    execucao.calcular(tipo_relatorio, contexto, params, timeout_s=3600)
+    return time.monotonic() - inicio
+
+
+def _capturar(preparado: tuple[Any, ...]) -> list[str]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
     with CaptureQueriesContext(connection) as capturadas:
-        execucao.calcular(tipo_relatorio, contexto, params, timeout_s=3600)
+        _calcular(preparado)
     return [
         q["sql"]
         for q in capturadas.captured_queries
