@@ -138,7 +138,9 @@ def iniciar_gunicorn(nome: str, **extras: str) -> tuple[Processo, str]:
                 raise RuntimeError(f"gunicorn did not start:\n{texto}") from None
             time.sleep(0.1)
     # Every worker must be up (and its first import done) before a figure.
-    esperar_filhos(processo, int(env.get("GUNICORN_WORKERS", "0") or 0))
+    # (config/gunicorn.py's default: one per CPU plus one)
+    n = int(env.get("GUNICORN_WORKERS") or len(os.sched_getaffinity(0)) + 1)
+    esperar_filhos(processo, n)
     return processo, url
 
 
