@@ -5,6 +5,8 @@
    process and every child (gunicorn, qcluster, manage.py) use it.
 2. Creates it (dropping a leftover of an interrupted run), migrates it.
 3. Runs the chosen scenarios; each prints one line per figure.
+3a. Before each scenario, empties the job and queue tables (tenants and their
+   ERP data stay), so no scenario works through another's leftovers.
 4. Always, also on failure, Ctrl-C or SIGTERM: stops every process it started
    and drops the database.
 """
@@ -54,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         cenarios_b1=[c.strip().lower() for c in args.b1.split(",") if c.strip()],
         perfil=args.profile,
     )
+    # Started in the background by a shell, a process inherits SIGINT
+    # ignored; Ctrl-C (or kill -INT) must still stop the bench and clean up.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interromper)
     signal.signal(signal.SIGHUP, _interromper)
     SAIDA.mkdir(exist_ok=True)
@@ -73,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         call_command("migrate", verbosity=0)
         nota(f"database {banco.nome} created and migrated")
         for nome in escolhidos:
+            _sem_jobs(banco)
             _executor(nome)(ctx)
         nota(f"done in {time.monotonic() - inicio:.0f}s")
     except KeyboardInterrupt:
@@ -169,6 +175,17 @@ def _cabecalho(ctx: Contexto, escolhidos: list[str]) -> None:
         f" | commit {commit or '?'} | {os.cpu_count()} cpu {modelo}"
         f" | Python {platform.python_version()} | {time.strftime('%Y-%m-%d %H:%M %Z')}"
     )
+
+
+def _sem_jobs(banco: Banco) -> None:
+    """Each scenario starts with no jobs and an empty queue.
+
+    B1 leaves thousands of pending jobs and their queue messages (no cluster
+    runs there): a later cluster would first work through them, and B4's
+    "0 jobs" would not be 0. Tenants and their ERP data stay.
+    """
+    with banco.conectar() as conexao:
+        conexao.execute("TRUNCATE relatorio_jobs, django_q_ormq, django_q_task")
 
 
 def _interromper(signum: int, frame: FrameType | None) -> None:
