@@ -139,20 +139,22 @@ def _imprimir(figura: str, medida: Medida, custo: tuple[float, float] | None) ->
         + f"{medida.voltas} round trips ({detalhe})"
         + (f", {medida.preparadas} prepared" if medida.preparadas else "")
         + "; app SQL: "
-        + "; ".join(_resumo(s) for s in medida.sentencas if _categoria(s) == "app"),
+        + "; ".join(resumo(s) for s in medida.sentencas if categoria(s) == "app"),
     )
 
 
-def _categoria(texto: str) -> str:
+def categoria(texto: str) -> str:
     for nome, padrao in CATEGORIAS:
         if padrao.search(texto):
             return nome
     return "app"
 
 
-def _resumo(texto: str) -> str:
+def resumo(texto: str) -> str:
     """The first words of a statement and its table, on one line."""
     plano = " ".join(texto.split())
+    if "set_config" in plano:
+        return "SELECT set_config"
     tabela = re.search(r"(?:FROM|INTO|UPDATE)\s+\"?(\w+)", plano, re.IGNORECASE)
     verbo = plano.split(" ", 1)[0].upper()
     return f"{verbo} {tabela.group(1) if tabela else ''}".strip()
@@ -170,21 +172,29 @@ def _ultimo_id() -> int:
 def _medir(
     app: Any, metodo: str, caminho: str, token: str, corpo: dict[str, Any] | None
 ) -> Medida:
+    return rastrear(lambda: _chamar(app, metodo, caminho, token, corpo))
+
+
+def rastrear(fazer: Callable[[], int]) -> Medida:
+    """Runs `fazer` with this thread's connection traced; `status` is its return.
+
+    The code must reuse the connection (CONN_MAX_AGE), as a request and a
+    worker's task do: a new one would not be traced, and that is an error.
+    """
     from django.db import connection
     from psycopg import pq
 
-    # The request reuses this connection (CONN_MAX_AGE): trace it.
     connection.ensure_connection()
     pgconn = connection.connection.pgconn
     with tempfile.TemporaryFile("w+") as rastro:
         pgconn.trace(rastro.fileno())
         pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS)
         try:
-            status = _chamar(app, metodo, caminho, token, corpo)
+            status = fazer()
         finally:
             pgconn.untrace()
         if connection.connection is None or connection.connection.pgconn is not pgconn:
-            raise RuntimeError("B2: the request did not reuse the traced connection")
+            raise RuntimeError("the traced code did not reuse its connection")
         rastro.seek(0)
         texto = rastro.read()
     sentencas = []

@@ -101,6 +101,39 @@ def executar(ctx: Contexto) -> None:
         "B3 ratio",
         f"bare/report throughput {vazao_nada / vazao:.2f}x (target <= 1.2x)",
     )
+    _voltas_de_um_job(tenant_id, pedidos[0])
+
+
+def _voltas_de_um_job(tenant_id: int, pedido: dict[str, Any]) -> None:
+    """The worker's side of one small job, traced on the wire (see B2).
+
+    The job runs here through the worker's entry point (tasks.py), without
+    the cluster around it: what a report job adds to django-q2's own
+    dequeue (pusher) and result save and acknowledgement (monitor).
+    """
+    from django_q.models import OrmQ
+
+    from bench.b2_consultas import categoria, rastrear, resumo
+    from relatorios import services, tasks
+
+    pedido = {**pedido, "inicio": "2024-06-01", "fim": "2024-06-01"}
+    job = services.submeter(
+        tenant_id=tenant_id, tipo="vendas", params_brutos=pedido, usuario_id=None
+    ).job
+    OrmQ.objects.all().delete()  # no cluster: this process is the worker
+
+    def executar() -> int:
+        tasks.executar_relatorio(job.id)
+        return 0
+
+    medida = rastrear(executar)
+    contagem: dict[str, int] = {}
+    for texto in medida.sentencas:
+        chave = categoria(texto)
+        chave = resumo(texto) if chave == "app" else chave
+        contagem[chave] = contagem.get(chave, 0) + 1
+    detalhe = ", ".join(f"{nome} {n}" for nome, n in contagem.items())
+    linha("B3 one job's SQL", f"{medida.voltas} round trips in the worker: {detalhe}")
 
 
 def _pedidos(n: int) -> list[dict[str, Any]]:
