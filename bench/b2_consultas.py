@@ -184,6 +184,10 @@ def rastrear(fazer: Callable[[], int]) -> Medida:
     from django.db import connection
     from psycopg import pq
 
+    # A connection near the end of its CONN_MAX_AGE would be replaced by the
+    # request's own close_old_connections, out of the trace: renew it first.
+    if connection.close_at is not None and connection.close_at - time.monotonic() < 30:
+        connection.close()
     connection.ensure_connection()
     pgconn = connection.connection.pgconn
     with tempfile.TemporaryFile("w+") as rastro:
