@@ -103,14 +103,11 @@ def executar(ctx: Contexto) -> None:
         custo = _custo(functools.partial(fazer, False), repeticoes)
         _imprimir(f"B2 {nome}", medida, custo)
     _imprimir("B2 new submit, cold", fria, None)
-    from django.db import connection
-
-    with connection.cursor() as cursor:
-        cursor.execute("RESET plan_cache_mode")
     nota(
         "B2 cold: the first request of a token in a process (auth cache empty); "
         f"cpu: mean per request over {repeticoes} in-process requests (no HTTP "
-        "server), this process and its PostgreSQL backend"
+        "server), this process and its PostgreSQL backend, with the settings' "
+        "defaults (no prepared statements: only gunicorn's workers prepare, B1)"
     )
 
 
@@ -121,7 +118,6 @@ def _custo(fazer: Callable[[], Any], n: int) -> tuple[float, float]:
     from bench.ambiente import TICKS_POR_S, ticks
 
     connection.ensure_connection()
-    _como_na_web(connection)
     backend = connection.connection.info.backend_pid
     t0, pg0 = time.process_time(), ticks(backend)
     for _ in range(n):
@@ -177,20 +173,10 @@ def _ultimo_id() -> int:
 def _medir(
     app: Any, metodo: str, caminho: str, token: str, corpo: dict[str, Any] | None
 ) -> Medida:
-    return rastrear(
-        lambda: _chamar(app, metodo, caminho, token, corpo), preparar=_como_na_web
-    )
+    return rastrear(lambda: _chamar(app, metodo, caminho, token, corpo))
 
 
-def _como_na_web(connection: Any) -> None:
-    """This connection plans like a web worker's (config/gunicorn.py: auto)."""
-    with connection.connection.cursor() as cursor:
-        cursor.execute("SET plan_cache_mode = auto")
-
-
-def rastrear(
-    fazer: Callable[[], int], preparar: Callable[[Any], None] | None = None
-) -> Medida:
+def rastrear(fazer: Callable[[], int]) -> Medida:
     """Runs `fazer` with this thread's connection traced; `status` is its return.
 
     The code must reuse the connection (CONN_MAX_AGE), as a request and a
@@ -204,8 +190,6 @@ def rastrear(
     if connection.close_at is not None and connection.close_at - time.monotonic() < 30:
         connection.close()
     connection.ensure_connection()
-    if preparar is not None:
-        preparar(connection)
     pgconn = connection.connection.pgconn
     with tempfile.TemporaryFile("w+") as rastro:
         pgconn.trace(rastro.fileno())

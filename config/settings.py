@@ -103,24 +103,26 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-# Server-side prepared statements: psycopg prepares a statement once it has
-# run DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips
-# parsing and planning it. Measured (docs/benchmarks.md, B1/B2): a third to
-# a half less PostgreSQL CPU per submit and status request, and higher
-# throughput. It needs server-side binding (Django's default client-side
-# cursors never prepare). A statement lives on its connection: fine with
-# django-q2 (it closes connections before forking) and without a pooler; a
-# transaction-mode pgbouncer older than 1.21 would break it. -1: off. Not 0:
-# a statement prepared on its first run cannot hold several commands, and
-# some migrations send several at once.
+# Server-side prepared statements, off by default and on in the web workers
+# (config/gunicorn.py). psycopg prepares a statement once it has run
+# DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips
+# parsing and planning it; this needs server-side binding (Django's default
+# client-side cursors never prepare). Measured (docs/benchmarks.md, B1): a
+# third to a half less PostgreSQL CPU per submit and status request. Not
+# everywhere, because server-side binding and plan caching hurt the other
+# processes' big statements: gerar_dados's bulk INSERT ... SELECT took 65 s
+# instead of 27 s for 1M sales (its array parameters are no longer literals),
+# and a report's chunk query under a generic plan 10.5 s instead of 6.8 s.
+# A statement lives on its connection: fine with django-q2 (it closes
+# connections before forking) and without a pooler; a transaction-mode
+# pgbouncer older than 1.21 would break it. -1: off. Not 0: a statement
+# prepared on its first run cannot hold several commands, and some
+# migrations send several at once.
 #
-# DB_PLAN_CACHE_MODE is PostgreSQL's plan_cache_mode for the connections. A
-# prepared statement may switch to a generic plan, made without its values:
-# right for the web's lookups by key, wrong for a report whose best plan
-# depends on its dates (B5 measured vendas 6.8 s -> 10.5 s with generic plans).
-# So custom plans by default, and config/gunicorn.py asks for `auto` in the
-# web workers, whose statements are all small lookups and inserts.
-_PREPARAR = env_int("DB_PREPARE_THRESHOLD", 5)
+# DB_PLAN_CACHE_MODE is PostgreSQL's plan_cache_mode when statements are
+# prepared: custom plans (made with the values) unless told otherwise; the
+# web workers ask for `auto`, whose generic plans suit lookups by key.
+_PREPARAR = env_int("DB_PREPARE_THRESHOLD", -1)
 if _PREPARAR == 0:
     raise ImproperlyConfigured("DB_PREPARE_THRESHOLD must be -1 (off) or >= 1")
 if _PREPARAR > 0:
