@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relatorios
 export DATABASE_URL
 
-.PHONY: install run test lint format db demo clean
+.PHONY: install run test lint format db demo clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,9 +36,15 @@ lint: install
 	$(BIN)/mypy .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
+# The benchmark (docs/benchmarks.md): its own database, gunicorn, qcluster and
+# wrk; one line per figure. `make bench B=B1,B2` runs a subset, QUICK=1 a smoke
+# test, BENCH_ARGS passes more flags (python -m bench --help).
+bench: install
+	$(BIN)/python -m bench $(if $(B),--only $(B)) $(if $(QUICK),--quick) $(BENCH_ARGS)
+
 format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache bench-output

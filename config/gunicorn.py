@@ -1,12 +1,32 @@
-"""gunicorn settings, env-driven: `gunicorn config.wsgi -c config/gunicorn.py`."""
+"""gunicorn settings, env-driven: `gunicorn config.wsgi -c config/gunicorn.py`.
+
+Sync workers by default, one per CPU plus one (docs/benchmarks.md, B1). With
+threaded workers (gthread) a keep-alive connection stays with the worker that
+accepted it, and one worker tends to accept most of them: measured on 2 CPUs,
+2 workers x 4 threads often served everything from one GIL-bound process at
+100% of one core while the other idled (about half the throughput of 3 sync
+workers, S1 and S3). Sync workers take one request per connection, so the
+kernel's accept spreads requests evenly; the CPU not spent in Python is the
+database round trips, so one extra process covers them. Sync workers do not
+keep connections alive and a slow client holds a worker: behind the internet,
+put a buffering proxy in front, or set GUNICORN_THREADS > 1 (gthread).
+"""
 
 import os
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
-workers = int(os.environ.get("GUNICORN_WORKERS", "2"))
-threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+workers = int(os.environ.get("GUNICORN_WORKERS") or len(os.sched_getaffinity(0)) + 1)
+threads = int(os.environ.get("GUNICORN_THREADS") or 1)
 worker_class = "gthread" if threads > 1 else "sync"
 accesslog = os.environ.get("GUNICORN_ACCESSLOG", "-") or None
+# The web's statements are lookups by key and small inserts, run thousands of
+# times: prepared statements with generic plans suit them (B1: PostgreSQL CPU
+# per status request 0.22 -> 0.11 ms, per dedup hit 0.50 -> 0.32 ms). They are
+# set here, for the web workers only: settings.py explains why not elsewhere.
+raw_env = [
+    f"DB_PREPARE_THRESHOLD={os.environ.get('DB_PREPARE_THRESHOLD', '5')}",
+    f"DB_PLAN_CACHE_MODE={os.environ.get('DB_PLAN_CACHE_MODE', 'auto')}",
+]
 timeout = 30
 graceful_timeout = 20
 # gunicorn 27's control socket lives at one fixed path per user: two servers on

@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -106,6 +107,35 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# Server-side prepared statements, off by default and on in the web workers
+# (config/gunicorn.py). psycopg prepares a statement once it has run
+# DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips
+# parsing and planning it; this needs server-side binding (Django's default
+# client-side cursors never prepare). Measured (docs/benchmarks.md, B1): a
+# third to a half less PostgreSQL CPU per submit and status request. Not
+# everywhere, because server-side binding and plan caching hurt the other
+# processes' big statements: gerar_dados's bulk INSERT ... SELECT took 65 s
+# instead of 27 s for 1M sales (its array parameters are no longer literals),
+# and a report's chunk query under a generic plan 10.5 s instead of 6.8 s.
+# A statement lives on its connection: fine with django-q2 (it closes
+# connections before forking) and without a pooler; a transaction-mode
+# pgbouncer older than 1.21 would break it. -1: off. Not 0: a statement
+# prepared on its first run cannot hold several commands, and some
+# migrations send several at once.
+#
+# DB_PLAN_CACHE_MODE is PostgreSQL's plan_cache_mode when statements are
+# prepared: custom plans (made with the values) unless told otherwise; the
+# web workers ask for `auto`, whose generic plans suit lookups by key.
+_PREPARAR = env_int("DB_PREPARE_THRESHOLD", -1)
+if _PREPARAR == 0:
+    raise ImproperlyConfigured("DB_PREPARE_THRESHOLD must be -1 (off) or >= 1")
+if _PREPARAR > 0:
+    DATABASES["default"]["OPTIONS"] = {
+        "server_side_binding": True,
+        "prepare_threshold": _PREPARAR,
+        "options": "-c plan_cache_mode="
+        + env_str("DB_PLAN_CACHE_MODE", "force_custom_plan"),
+    }
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "relatorios.Usuario"
@@ -138,7 +168,9 @@ LOGOUT_REDIRECT_URL = "/entrar/"
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        # DRF's TokenAuthentication plus a short per-process cache of
+        # token -> user (RELATORIOS_CACHE_TOKEN_S below).
+        "relatorios.api.autenticacao.TokenComCache",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
         "relatorios.api.permissoes.UsuarioDeTenant",
@@ -148,6 +180,10 @@ REST_FRAMEWORK = {
     "EXCEPTION_HANDLER": "relatorios.api.erros.tratar_excecao",
     "UNAUTHENTICATED_USER": None,
 }
+
+# How long a process trusts a token it has already checked: a deleted token
+# or deactivated user stops working within this many seconds. 0: no cache.
+RELATORIOS_CACHE_TOKEN_S = env_float("RELATORIOS_CACHE_TOKEN_S", 5.0)
 
 # --- Report jobs ---------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.test import override_settings
 
+from relatorios.api import autenticacao
 from relatorios.models import Tenant
 from tests import helpers, processos
 
@@ -52,6 +53,14 @@ def ajustes(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Callable[..., Non
                 setattr(settings, nome, tipo(valor))
 
     return aplicar
+
+
+@pytest.fixture(autouse=True)
+def _cache_de_tokens_vazio() -> Iterator[None]:
+    # A token one test authenticated must not outlive the test's rollback.
+    autenticacao.esquecer_tudo()
+    yield
+    autenticacao.esquecer_tudo()
 
 
 @pytest.fixture

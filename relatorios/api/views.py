@@ -7,7 +7,7 @@ from typing import Any
 
 from django.http import HttpResponseBase
 from rest_framework import exceptions, status
-from rest_framework.authentication import SessionAuthentication, TokenAuthentication
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer
@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from relatorios import consultas, planilha, services
+from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.api.serializers import (
     JobAceitoSerializer,
@@ -67,7 +68,7 @@ class SubmeterRelatorio(APIView):
 # The token first: its WWW-Authenticate header is the one a 401 carries. The
 # session lets the manager pages' script poll with the browser's login (DRF
 # checks CSRF for session-authenticated unsafe methods; these are GETs).
-TOKEN_OU_SESSAO = [TokenAuthentication, SessionAuthentication]
+TOKEN_OU_SESSAO = [TokenComCache, SessionAuthentication]
 
 
 class StatusDoJob(APIView):
