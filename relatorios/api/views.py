@@ -77,20 +77,8 @@ class StatusDoJob(APIView):
     authentication_classes = TOKEN_OU_SESSAO
 
     def get(self, request: Request, job_id: int) -> Response:
-        job = consultas.job_do_tenant(
-            tenant_id=tenant_do_pedido(request),
-            job_id=job_id,
-            campos=(
-                "id",
-                "status",
-                "progresso",
-                "tentativas",
-                "proxima_tentativa_em",
-                "erro",
-                "resultado",
-                "concluido_em",
-                "expira_em",
-            ),
+        job = consultas.estado_do_job(
+            tenant_id=tenant_do_pedido(request), job_id=job_id
         )
         corpo, cabecalhos = representar(job)
         return Response(corpo, headers=cabecalhos)
