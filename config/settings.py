@@ -107,6 +107,9 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
+# The same backend with a health check that needs no round trip while the
+# connection's socket is quiet (relatorios/banco/base.py).
+DATABASES["default"]["ENGINE"] = "relatorios.banco"
 # Server-side prepared statements, off by default and on in the web workers
 # (config/gunicorn.py). psycopg prepares a statement once it has run
 # DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips
