@@ -243,11 +243,14 @@ def calcular(
     timeout_s: float,
     acompanhamento: Acompanhamento | None = None,
 ) -> dict[str, Any]:
-    """Run a report chunk by chunk, skipping the chunks already checkpointed."""
+    """Run a report chunk by chunk, skipping the chunks already checkpointed.
+
+    Splitting into chunks is at most one small query (most types need none),
+    so it runs as it is; each chunk runs in its own read-only transaction.
+    """
     acompanhamento = acompanhamento or Acompanhamento()
     prazo = time.monotonic() + timeout_s
-    with transaction.atomic(), connection.cursor() as cursor:
-        _limitar(cursor, prazo)
+    with connection.cursor() as cursor:
         partes = tipo.partes(cursor, ctx, params)
     parciais = acompanhamento.retomar(partes)
     for feitas in range(len(parciais) + 1, len(partes) + 1):
@@ -285,6 +288,8 @@ class _Checkpoint(Acompanhamento):
     def parte_pronta(self, feitas: int, partes: list[Parte], parcial: Parcial) -> None:
         if self.execucao.motivo is not None:
             raise Interrompido(self.execucao.motivo)
+        if feitas == len(partes):
+            return  # `concluir` writes next, with the result and 100%
         # 100 is reserved for `pronto`: a finished last chunk is not a result yet.
         if not services.registrar_progresso(
             tentativa=self.job.tentativa,
@@ -314,11 +319,13 @@ def _gerar(
 
 
 def _limitar(cursor: CursorWrapper, prazo: float) -> None:
-    """Read-only transaction whose statements end by the job's deadline."""
+    """Read-only transaction whose statements end by the job's deadline
+    (SET TRANSACTION READ ONLY and SET LOCAL statement_timeout, in one trip)."""
     restante_ms = max(1, int((prazo - time.monotonic()) * 1000))
-    cursor.execute("SET TRANSACTION READ ONLY")
     cursor.execute(
-        "SELECT set_config('statement_timeout', %s, true)", [str(restante_ms)]
+        "SELECT set_config('transaction_read_only', 'on', true),"
+        " set_config('statement_timeout', %s, true)",
+        [str(restante_ms)],
     )
 
 

@@ -7,6 +7,7 @@ serves that query, and with millions of finished jobs it would crawl.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import timedelta
 
@@ -21,6 +22,8 @@ from relatorios.models import RelatorioJob, Tenant
 pytestmark = pytest.mark.django_db
 
 PEDIDO = {"inicio": "2026-01-01", "fim": "2026-01-31"}
+# The raw SQL's lookups of one job by id (the claim and its guards).
+POR_ID = re.compile(r'(\bj\.id|WHERE id|"relatorio_jobs"\."id") = ')
 
 
 def planos(acao: Callable[[], object]) -> list[tuple[str, str]]:
@@ -68,9 +71,17 @@ def test_reivindicar_concluir_e_despachar_usam_indices(tenant: Tenant) -> None:
     def ciclo() -> None:
         job = services.reivindicar(job_id=ids[0])
         assert job is not None
+        services.batimento(tentativa=job.tentativa)
         services.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
 
-    assert sem_varredura_sequencial(planos(ciclo)) == []
+    resultado = planos(ciclo)
+    assert sem_varredura_sequencial(resultado) == []
+    # A lookup by id reads one row: never a scan of the pending-only indexes
+    # filtered by id (what the planner chose with status = 'pendente' alone).
+    por_id = [plano for sql, plano in resultado if POR_ID.search(sql)]
+    # The lock on the tenant, the claim, a heartbeat, the finish.
+    assert len(por_id) == 4
+    assert [p for p in por_id if "relatorio_jobs_pkey" not in p] == []
 
 
 def test_varredura_usa_os_indices_parciais(tenant: Tenant) -> None:

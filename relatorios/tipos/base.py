@@ -30,9 +30,10 @@ class Contexto:
 class TipoRelatorio(ABC):
     """A report type: its name, its parameters and how to compute it in chunks.
 
-    The worker calls `partes` once, then `gerar_parte` for each chunk (each in
-    its own read-only transaction under the type's statement timeout, saving
-    progress in between), then `combinar` with the partial results in order.
+    The worker calls `partes` once (a cursor outside any transaction: at most a
+    small query), then `gerar_parte` for each chunk (each in its own read-only
+    transaction under the type's statement timeout, saving progress in
+    between), then `combinar` with the partial results in order.
     Partial results must be JSON (money as strings): they are checkpointed.
     """
 
