@@ -8,7 +8,7 @@ and the worker call), timed one by one:
 - new submit: `services.submeter` of a request never made (read by chave,
   store check, upsert, queue message);
 - dedup hit: `services.submeter` of a pending request (read by chave);
-- status: `consultas.job_do_tenant` (by id and tenant);
+- status: `consultas.estado_do_job` (by id and tenant, the status endpoint's read);
 - claim: `services.reivindicar` of a pending job (the worker's guarded UPDATE).
 
 Then `generate_series` writes the history (finished jobs of every tenant,
@@ -152,11 +152,7 @@ def _medir(
     )
     tempos["dedup hit"] = _cronometrar(submeter, n + aquecimento, aquecimento)
     tempos["status"] = _cronometrar(
-        lambda i: consultas.job_do_tenant(
-            tenant_id=tenant_id,
-            job_id=ids[i],
-            campos=("id", "status", "progresso", "erro", "resultado"),
-        ),
+        lambda i: consultas.estado_do_job(tenant_id=tenant_id, job_id=ids[i]),
         n + aquecimento,
         aquecimento,
     )
