@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -96,3 +96,68 @@ def test_varredura_usa_os_indices_parciais(tenant: Tenant) -> None:
 
     assert sem_varredura_sequencial(resultado) == []
     assert any("relatorio_jobs_executando" in plano for _, plano in resultado)
+
+
+def linhas_lidas(plano: dict[str, object]) -> int:
+    """Rows a plan node and its children read from tables or indexes."""
+    total = 0
+    if "Relation Name" in plano or "Index Name" in plano:
+        total += int(plano.get("Actual Rows", 0)) * int(plano.get("Actual Loops", 1))
+        total += int(plano.get("Rows Removed by Filter", 0))
+        total += int(plano.get("Rows Removed by Index Recheck", 0))
+    for filho in plano.get("Plans", []):  # type: ignore[attr-defined]
+        total += linhas_lidas(filho)
+    return total
+
+
+def linhas_por_comando(acao: Callable[[], object]) -> dict[str, int]:
+    """Rows each of the action's statements on relatorio_jobs read, measured by
+    running it again under EXPLAIN ANALYZE in a savepoint rolled back after."""
+    with CaptureQueriesContext(connection) as capturadas:
+        acao()
+    leituras: dict[str, int] = {}
+    for consulta in capturadas:
+        sql = consulta["sql"]
+        if "relatorio_jobs" not in sql or sql.startswith(("SAVEPOINT", "RELEASE")):
+            continue
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")
+            plano = cursor.fetchone()[0][0]["Plan"]
+            transaction.set_rollback(True)
+        leituras[sql] = max(leituras.get(sql, 0), linhas_lidas(plano))
+    return leituras
+
+
+def test_ciclo_do_job_nao_le_o_historico_do_tenant(tenant: Tenant) -> None:
+    """A tenant with a long history is served like a new one: no statement of
+    the job's cycle reads the tenant's finished jobs, only the few active
+    rows (B4's history benchmark found a count that read them all)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO relatorio_jobs
+                   (chave, tenant_id, tipo, params, status, resultado, progresso,
+                    tentativas, criado_em, concluido_em, expira_em)
+            SELECT md5(g::text) || md5((-g)::text), %s, 'vendas', '{}', 'pronto',
+                   '{}', 100, 1, now() - interval '1 day', now(), now()
+              FROM generate_series(1, 20000) g
+            """,
+            [tenant.pk],
+        )
+        cursor.execute("ANALYZE relatorio_jobs")
+    ids = [submeter(tenant, dia) for dia in (1, 2, 3)]
+
+    def ciclo() -> None:
+        submeter(tenant, 4)
+        submeter(tenant, 4)  # the dedup hit
+        job = services.reivindicar(job_id=ids[0])
+        assert job is not None
+        services.batimento(tentativa=job.tentativa)
+        services.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
+        services.despachar(tenant_id=tenant.pk)
+        services.varrer()
+
+    leituras = linhas_por_comando(ciclo)
+
+    assert len(leituras) >= 8
+    assert {sql: n for sql, n in leituras.items() if n > 10} == {}
