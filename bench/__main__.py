@@ -187,7 +187,10 @@ def _sem_jobs(banco: Banco) -> None:
     "0 jobs" would not be 0. Tenants and their ERP data stay.
     """
     with banco.conectar() as conexao:
-        conexao.execute("TRUNCATE relatorio_jobs, django_q_ormq, django_q_task")
+        conexao.execute(
+            "TRUNCATE relatorio_jobs, relatorio_tentativas,"
+            " django_q_ormq, django_q_task"
+        )
 
 
 def _interromper(signum: int, frame: FrameType | None) -> None:

@@ -12,6 +12,9 @@ jobs/s is N / (last finish - first submit); submit -> start is
 enqueues; a no-op starts and stops at once). Successful task records are kept
 (Q_SAVE_LIMIT=0) in both runs so that every no-op task has its timestamps;
 the monitor's pruning of a 100-record history is then skipped for both.
+The tenant's pending and in-flight caps are lifted: with them, one tenant's
+tiny jobs are dispatched two per queue poll (the fairness policy, not the
+machinery's cost).
 """
 
 from __future__ import annotations
@@ -44,12 +47,15 @@ def executar(ctx: Contexto) -> None:
     tenant_id, token = criar_tenant("Rede Pipeline", "pipeline")
     gerar_dados(tenant_id, lojas=4, vendas=5000, produtos=20, seed=3)
     pedidos = _pedidos(n)
-    cluster = iniciar_cluster(
-        "b3", Q_SAVE_LIMIT="0", RELATORIOS_MAX_PENDENTES_POR_TENANT=SEM_LIMITE
-    )
-    gunicorn, url = iniciar_gunicorn(
-        "b3", RELATORIOS_MAX_PENDENTES_POR_TENANT=SEM_LIMITE
-    )
+    # One tenant's burst: its caps (20 pending, 2 in flight) lifted, or the
+    # figure would measure the fairness policy (two jobs per queue poll of
+    # this tenant) rather than the machinery.
+    sem_limites = {
+        "RELATORIOS_MAX_PENDENTES_POR_TENANT": SEM_LIMITE,
+        "RELATORIOS_MAX_EXECUTANDO_POR_TENANT": SEM_LIMITE,
+    }
+    cluster = iniciar_cluster("b3", Q_SAVE_LIMIT="0", **sem_limites)
+    gunicorn, url = iniciar_gunicorn("b3", **sem_limites)
     medidor = MedidorCpu(
         {
             "qcluster": cluster.pids,
