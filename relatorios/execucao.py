@@ -295,6 +295,7 @@ class _Checkpoint(Acompanhamento):
             tentativa=self.job.tentativa,
             progresso=min(99, feitas * 100 // len(partes)),
             partes=partes,
+            feitas=feitas,
             parcial=parcial,
         ):
             self.execucao.parar(PERDIDO)

@@ -35,7 +35,13 @@ from django_q.tasks import async_task
 from relatorios import normalizacao, tipos
 from relatorios.consultas import COLUNAS_ESTADO, JobEstado, json_do_banco
 from relatorios.fila import BrokerComAtraso
-from relatorios.models import Desfecho, RelatorioJob, RelatorioTentativa, Status
+from relatorios.models import (
+    Desfecho,
+    RelatorioJob,
+    RelatorioParcial,
+    RelatorioTentativa,
+    Status,
+)
 from relatorios.models.jobs import Agora
 
 logger = logging.getLogger(__name__)
@@ -232,7 +238,12 @@ def reivindicar(*, job_id: int, trabalhador: str = "") -> JobReivindicado | None
                      WHERE e.tenant_id = j.tenant_id AND e.status = 'executando')
                    < %(limite)s
             RETURNING j.id, j.tentativas, j.iniciado_em, j.tenant_id, j.tipo,
-                      j.params, t.fuso_horario, j.checkpoint
+                      j.params, t.fuso_horario, j.checkpoint,
+                      -- Only a resumed job has any: the chunks done, in order.
+                      (SELECT jsonb_agg(p.parcial ORDER BY p.parte)
+                         FROM relatorio_parciais p
+                        WHERE p.job_id = j.id
+                          AND p.parte < (j.checkpoint ->> 'feitas')::int)
             ), historico AS (
                 INSERT INTO relatorio_tentativas
                        (job_id, numero, iniciado_em, trabalhador)
@@ -265,7 +276,7 @@ def reivindicar(*, job_id: int, trabalhador: str = "") -> JobReivindicado | None
         tipo=linha[4],
         params=json_do_banco(linha[5]),
         fuso_horario=linha[6],
-        checkpoint=json_do_banco(linha[7]),
+        checkpoint=_checkpoint(json_do_banco(linha[7]), json_do_banco(linha[8])),
     )
 
 
@@ -275,30 +286,43 @@ def batimento(*, tentativa: Tentativa) -> bool:
 
 
 def registrar_progresso(
-    *, tentativa: Tentativa, progresso: int, partes: list[Any], parcial: Any
+    *,
+    tentativa: Tentativa,
+    progresso: int,
+    partes: list[Any],
+    feitas: int,
+    parcial: Any,
 ) -> bool:
-    """Record one more finished chunk: its partial result and the progress.
+    """Record chunk number `feitas` (from 1) as done: its partial result and
+    the progress.
 
-    The checkpoint grows by appending in SQL (the partial results travel once);
-    `partes` is rewritten each time so a retry can tell whether the chunks it
-    would compute are the ones the checkpoint holds.
+    `checkpoint` holds the split and the count of chunks done, so a retry can
+    tell whether the chunks it would compute are the ones recorded; the
+    partial result is a row of its own. One statement, constant in size
+    whatever the number of chunks done.
     """
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            UPDATE relatorio_jobs
-               SET progresso = %(progresso)s,
-                   heartbeat_em = now(),
-                   checkpoint = jsonb_build_object(
-                       'partes', %(partes)s::jsonb,
-                       'parciais', coalesce(checkpoint -> 'parciais', '[]'::jsonb)
-                                   || jsonb_build_array(%(parcial)s::jsonb))
-             WHERE id = %(id)s AND status = 'executando' COLLATE "C"
-               AND tentativas = %(numero)s AND iniciado_em = %(iniciado_em)s
+            WITH job AS (
+                UPDATE relatorio_jobs
+                   SET progresso = %(progresso)s,
+                       heartbeat_em = now(),
+                       checkpoint = jsonb_build_object(
+                           'partes', %(partes)s::jsonb,
+                           'feitas', %(feitas)s::int)
+                 WHERE id = %(id)s AND status = 'executando' COLLATE "C"
+                   AND tentativas = %(numero)s AND iniciado_em = %(iniciado_em)s
+                RETURNING id
+            )
+            INSERT INTO relatorio_parciais (job_id, parte, parcial)
+            SELECT id, %(feitas)s::int - 1, %(parcial)s::jsonb FROM job
+            ON CONFLICT (job_id, parte) DO UPDATE SET parcial = EXCLUDED.parcial
             """,
             {
                 "progresso": max(0, min(100, progresso)),
                 "partes": json.dumps(partes),
+                "feitas": feitas,
                 "parcial": json.dumps(parcial),
                 "id": tentativa.job_id,
                 "numero": tentativa.numero,
@@ -310,15 +334,19 @@ def registrar_progresso(
 
 def descartar_checkpoint(*, tentativa: Tentativa) -> bool:
     """Forget chunks that no longer match the request (e.g. stores changed)."""
-    return _na_tentativa(tentativa).update(checkpoint=None, progresso=0) == 1
+    with transaction.atomic():
+        if _na_tentativa(tentativa).update(checkpoint=None, progresso=0) != 1:
+            return False
+        _apagar_parciais([tentativa.job_id])
+    return True
 
 
 def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
     """Finish the attempt with its result, valid for `validade_s` seconds.
 
     Every job ends here, so it is one statement (one round trip, atomic on its
-    own): the fenced update, the ledger's close, and whether the tenant has a
-    job waiting for the slot this one frees.
+    own): the fenced update, the ledger's close, the partial results' removal,
+    and whether the tenant has a job waiting for the slot this one frees.
     """
     with connection.cursor() as cursor:
         cursor.execute(
@@ -337,6 +365,8 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
                    SET terminado_em = now(), desfecho = 'pronto'
                  WHERE job_id = (SELECT id FROM job)
                    AND iniciado_em = %(iniciado_em)s AND terminado_em IS NULL
+            ), parciais AS (
+                DELETE FROM relatorio_parciais WHERE job_id = (SELECT id FROM job)
             )
             SELECT job.tenant_id,
                    EXISTS (SELECT 1 FROM relatorio_jobs w
@@ -376,6 +406,7 @@ def falhar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> bool:
         )
         if ganhou:
             _encerrar_tentativa(tentativa, Desfecho.FALHOU, erro)
+            _apagar_parciais([tentativa.job_id])
     if ganhou:
         _despachar_do_job(tentativa.job_id)
     return ganhou
@@ -572,6 +603,7 @@ def _varrer_orfaos(resultado: Varredura) -> None:
             Desfecho.ORFAO,
             "o worker parou de responder",
         )
+        _apagar_parciais([linha[0] for linha in linhas if linha[3] == Status.FALHOU])
         for job_id, tenant_id, tipo, status, quando in linhas:
             if status == Status.PENDENTE:
                 _enfileirar(job_id=job_id, tipo=tipo, quando=quando)
@@ -675,6 +707,7 @@ def reexecutar(*, job_id: int) -> Acao:
         if linha is None:
             return Acao(False, "só falhou, travado ou expirado pode ser reexecutado")
         _encerrar_abertas([job_id], Desfecho.INTERROMPIDO, "reexecutado pelo suporte")
+        _apagar_parciais([job_id])
         if enfileirar:
             _enfileirar(job_id=job_id, tipo=linha[0])
     return Acao(True)
@@ -699,6 +732,7 @@ def marcar_como_falhou(*, job_id: int, motivo: str) -> Acao:
             enfileirado_em=None,
         )
         _encerrar_abertas([job_id] if n else [], Desfecho.INTERROMPIDO, motivo)
+        _apagar_parciais([job_id] if n else [])
     if n == 0:
         return Acao(False, "só pendente ou executando pode ser marcado como falhou")
     _despachar_do_job(job_id)
@@ -737,6 +771,21 @@ def _encerrar_tentativa(
         iniciado_em=tentativa.iniciado_em,
         terminado_em__isnull=True,
     ).update(terminado_em=Now(), desfecho=desfecho, erro=erro)
+
+
+def _apagar_parciais(job_ids: list[int]) -> None:
+    # A job that finished, failed for good or starts over resumes nothing.
+    if job_ids:
+        RelatorioParcial.objects.filter(job_id__in=job_ids).delete()
+
+
+def _checkpoint(salvo: Any, parciais: Any) -> dict[str, Any] | None:
+    """The checkpoint as the worker resumes from it: the split, and the
+    partial results of the chunks done, in order."""
+    parciais = parciais or []
+    if not salvo or salvo.get("feitas") != len(parciais):
+        return None  # nothing done, or not all of it there: start over
+    return {"partes": salvo.get("partes"), "parciais": parciais}
 
 
 def _encerrar_abertas(job_ids: list[int], desfecho: str, erro: str) -> None:

@@ -414,7 +414,7 @@ def test_pagina_do_job_mostra_tudo_formatado_e_a_linha_do_tempo(
         concluido_em=agora,
         erro="ZeroDivisionError: division by zero",
         erro_detalhe='Traceback (most recent call last):\n  File "x.py", line 1',
-        checkpoint={"partes": [{"inicio": "2026-01-01"}], "parciais": []},
+        checkpoint={"partes": [{"inicio": "2026-01-01"}], "feitas": 0},
     )
     services.reexecutar(job_id=job_id)
     RelatorioJob.objects.filter(pk=job_id).update(

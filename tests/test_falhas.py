@@ -25,6 +25,7 @@ from relatorios import execucao, services, tipos
 from relatorios.models import (
     Desfecho,
     RelatorioJob,
+    RelatorioParcial,
     RelatorioTentativa,
     Status,
     Tenant,
@@ -375,7 +376,11 @@ def test_sigterm_devolve_o_job_na_hora_depois_do_prazo(
     devolvido = helpers.job(job_id)
     assert devolvido.status == Status.PENDENTE
     assert devolvido.tentativas == 0
-    assert len(devolvido.checkpoint["parciais"]) >= 1
+    assert devolvido.checkpoint["feitas"] >= 1
+    assert (
+        RelatorioParcial.objects.filter(job_id=job_id).count()
+        == devolvido.checkpoint["feitas"]
+    )
     segundo = cluster()
     job = esperar_fim(job_id)
     assert job.status == Status.PRONTO

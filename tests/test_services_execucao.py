@@ -17,6 +17,7 @@ from relatorios import execucao, services
 from relatorios.models import (
     Desfecho,
     RelatorioJob,
+    RelatorioParcial,
     RelatorioTentativa,
     Status,
     Tenant,
@@ -58,7 +59,7 @@ def tentativa_velha_nao_escreve(velha: Tentativa) -> list[Any]:
     return [
         services.batimento(tentativa=velha),
         services.registrar_progresso(
-            tentativa=velha, progresso=50, partes=[1], parcial={}
+            tentativa=velha, progresso=50, partes=[1], feitas=1, parcial={}
         ),
         services.concluir(tentativa=velha, resultado={"velho": 1}, validade_s=60),
         services.falhar(tentativa=velha, erro="velho", detalhe=None),
@@ -281,33 +282,100 @@ def test_devolver_nao_gasta_tentativa_e_guarda_o_checkpoint(tenant: Tenant) -> N
     OrmQ.objects.all().delete()
     tentativa = reivindicar(job_id)
     services.registrar_progresso(
-        tentativa=tentativa, progresso=50, partes=["a", "b"], parcial={"x": 1}
+        tentativa=tentativa,
+        progresso=50,
+        partes=["a", "b"],
+        feitas=1,
+        parcial={"x": 1},
     )
 
     assert services.devolver(tentativa=tentativa)
 
     job = helpers.job(job_id)
     assert (job.status, job.tentativas, job.progresso) == (Status.PENDENTE, 0, 50)
-    assert job.checkpoint == {"partes": ["a", "b"], "parciais": [{"x": 1}]}
+    assert job.checkpoint == {"partes": ["a", "b"], "feitas": 1}
     assert set(mensagens()) == {job_id}
+    retomado = services.reivindicar(job_id=job_id)
+    assert retomado is not None
+    assert retomado.checkpoint == {"partes": ["a", "b"], "parciais": [{"x": 1}]}
 
 
 @pytest.mark.django_db
-def test_checkpoint_acumula_as_partes(tenant: Tenant) -> None:
-    tentativa = reivindicar(submeter(tenant))
-    for i in range(3):
+def test_checkpoint_acumula_as_partes_em_linhas_proprias(tenant: Tenant) -> None:
+    """Each chunk's result is a row of its own and the job's checkpoint stays
+    the same size: a job of n chunks writes n chunks of jsonb, not n²/2."""
+    job_id = submeter(tenant)
+    tentativa = reivindicar(job_id)
+    grande = {"linhas": [[f"loja {i}", str(i * 1.5)] for i in range(2000)]}
+    tamanhos = []
+    for feitas in (1, 2, 3):
         assert services.registrar_progresso(
             tentativa=tentativa,
-            progresso=33 * (i + 1),
-            partes=[0, 1, 2],
-            parcial={"i": i},
+            progresso=25 * feitas,
+            partes=[0, 1, 2, 3],
+            feitas=feitas,
+            parcial={"i": feitas, **grande},
         )
-    job = helpers.job(tentativa.job_id)
-    assert job.checkpoint == {
-        "partes": [0, 1, 2],
-        "parciais": [{"i": 0}, {"i": 1}, {"i": 2}],
-    }
-    assert job.progresso == 99
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_column_size(checkpoint) FROM relatorio_jobs WHERE id = %s",
+                [job_id],
+            )
+            tamanhos.append(cursor.fetchone()[0])
+    job = helpers.job(job_id)
+    assert job.checkpoint == {"partes": [0, 1, 2, 3], "feitas": 3}
+    assert job.progresso == 75
+    assert len(set(tamanhos)) == 1
+    assert [
+        p["i"]
+        for p in RelatorioParcial.objects.filter(job_id=job_id)
+        .order_by("parte")
+        .values_list("parcial", flat=True)
+    ] == [1, 2, 3]
+
+    # The next attempt gets them back in order; finishing deletes them.
+    assert services.devolver(tentativa=tentativa)
+    retomado = services.reivindicar(job_id=job_id)
+    assert retomado is not None
+    assert retomado.checkpoint is not None
+    assert [p["i"] for p in retomado.checkpoint["parciais"]] == [1, 2, 3]
+    assert services.concluir(tentativa=retomado.tentativa, resultado={}, validade_s=60)
+    assert not RelatorioParcial.objects.filter(job_id=job_id).exists()
+
+
+@pytest.mark.django_db
+def test_checkpoint_incompleto_nao_e_retomado(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    tentativa = reivindicar(job_id)
+    for feitas in (1, 2):
+        services.registrar_progresso(
+            tentativa=tentativa,
+            progresso=feitas * 33,
+            partes=[0, 1, 2],
+            feitas=feitas,
+            parcial={"i": feitas},
+        )
+    RelatorioParcial.objects.filter(job_id=job_id, parte=0).delete()
+    assert services.devolver(tentativa=tentativa)
+
+    retomado = services.reivindicar(job_id=job_id)
+
+    assert retomado is not None
+    assert retomado.checkpoint is None
+
+
+@pytest.mark.django_db
+def test_falhar_apaga_os_resultados_parciais(tenant: Tenant) -> None:
+    job_id = submeter(tenant)
+    tentativa = reivindicar(job_id)
+    services.registrar_progresso(
+        tentativa=tentativa, progresso=50, partes=[0, 1], feitas=1, parcial={}
+    )
+    assert RelatorioParcial.objects.filter(job_id=job_id).exists()
+
+    assert services.falhar(tentativa=tentativa, erro="x", detalhe=None)
+
+    assert not RelatorioParcial.objects.filter(job_id=job_id).exists()
 
 
 @pytest.mark.django_db

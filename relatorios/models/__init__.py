@@ -1,5 +1,11 @@
 from relatorios.models.erp import Loja, MovimentoEstoque, Produto, Venda, Vendedor
-from relatorios.models.jobs import Desfecho, RelatorioJob, RelatorioTentativa, Status
+from relatorios.models.jobs import (
+    Desfecho,
+    RelatorioJob,
+    RelatorioParcial,
+    RelatorioTentativa,
+    Status,
+)
 from relatorios.models.tenants import Tenant, Usuario
 
 __all__ = [
@@ -8,6 +14,7 @@ __all__ = [
     "MovimentoEstoque",
     "Produto",
     "RelatorioJob",
+    "RelatorioParcial",
     "RelatorioTentativa",
     "Status",
     "Tenant",

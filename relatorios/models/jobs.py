@@ -79,7 +79,8 @@ class RelatorioJob(models.Model):
     # Extra: when the job's current queue message was written; NULL while it
     # waits, without a message, for a free slot of its tenant.
     enfileirado_em = models.DateTimeField(null=True, blank=True)
-    # Extra: {"partes": [...], "parciais": [...]}, the chunks done so far, so a
+    # Extra: {"partes": [...], "feitas": n}, how the job splits and how many
+    # chunks are done (their results are rows of relatorio_parciais), so a
     # retry resumes instead of starting over.
     checkpoint = models.JSONField(null=True, blank=True)
     # Extra: who first asked for it (later requests of the same key reuse the row).
@@ -210,3 +211,38 @@ class RelatorioTentativa(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} tentativa {self.numero}"
+
+
+class RelatorioParcial(models.Model):
+    """One finished chunk's partial result: with the job's `checkpoint` (which
+    chunks, how many done), what a retry resumes from.
+
+    A row per chunk rather than an array inside `checkpoint`: appending to a
+    jsonb value rewrites all of it, so a job of n chunks wrote n²/2 chunks'
+    worth of jsonb (0.5 s of progress writes on a 0.12 s `estoque`). Rows live
+    while the job may resume; finishing, failing or restarting deletes them.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(
+        RelatorioJob,
+        on_delete=models.CASCADE,
+        related_name="parciais",
+        db_index=False,  # the unique (job, parte) serves lookups by job
+    )
+    # The chunk's position in checkpoint["partes"].
+    parte = models.IntegerField()
+    parcial = models.JSONField()
+
+    class Meta:
+        db_table = "relatorio_parciais"
+        verbose_name = "resultado parcial"
+        verbose_name_plural = "resultados parciais"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "parte"], name="relatorio_parciais_job_parte"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"job {self.job_id} parte {self.parte}"
