@@ -188,7 +188,7 @@ def _sem_jobs(banco: Banco) -> None:
     """
     with banco.conectar() as conexao:
         conexao.execute(
-            "TRUNCATE relatorio_jobs, relatorio_tentativas,"
+            "TRUNCATE relatorio_jobs, relatorio_tentativas, relatorio_parciais,"
             " django_q_ormq, django_q_task"
         )
 
