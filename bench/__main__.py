@@ -39,9 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     banco = _banco(args.database)
     os.environ["DATABASE_URL"] = banco.url
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    # In-process submits (B2, B4) pile up pending jobs of one tenant: the
-    # figures are about the submit path, not about the per-tenant cap.
+    # Submits (B1 over HTTP, B2 and B4 in-process) pile up pending jobs of one
+    # tenant with no cluster running: the figures are about the submit path,
+    # not about the per-tenant caps. Every new job gets its queue message, as
+    # it would with a free slot (with the default in-flight cap of 2, a
+    # tenant's third pending job waits without one).
     os.environ.setdefault("RELATORIOS_MAX_PENDENTES_POR_TENANT", str(10**9))
+    os.environ.setdefault("RELATORIOS_MAX_EXECUTANDO_POR_TENANT", str(10**9))
     pedidos = {c.strip().upper() for c in args.only.split(",") if c.strip()}
     escolhidos = [c for c in CENARIOS if c in pedidos]
     desconhecidos = sorted(pedidos - set(CENARIOS))
