@@ -429,23 +429,13 @@ def adiar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> str | None
     quando = _agora_do_banco() + timedelta(
         seconds=atraso_de_retentativa(tentativa.numero)
     )
-    with transaction.atomic():
-        ganhou = (
-            _na_tentativa(tentativa).update(
-                status=Status.PENDENTE,
-                erro=erro,
-                erro_detalhe=detalhe,
-                proxima_tentativa_em=quando,
-                enfileirado_em=Now(),
-            )
-            == 1
-        )
-        if ganhou:
-            _encerrar_tentativa(tentativa, Desfecho.ADIADO, erro)
-            tipo = RelatorioJob.objects.values_list("tipo", flat=True).get(
-                pk=tentativa.job_id
-            )
-            _enfileirar(job_id=tentativa.job_id, tipo=tipo, quando=quando)
+    ganhou = _de_volta_a_fila(
+        tentativa,
+        Desfecho.ADIADO,
+        quando=quando,
+        erro=erro,
+        campos={"erro": erro, "erro_detalhe": detalhe},
+    )
     return Status.PENDENTE if ganhou else None
 
 
@@ -453,23 +443,38 @@ def devolver(*, tentativa: Tentativa) -> bool:
     """Hand a running job back at once (graceful shutdown), without using up an
     attempt: the cluster stopping is not the job failing. The checkpoint stays,
     so whoever takes it next resumes."""
+    return _de_volta_a_fila(
+        tentativa, Desfecho.DEVOLVIDO, campos={"tentativas": tentativa.numero - 1}
+    )
+
+
+def _de_volta_a_fila(
+    tentativa: Tentativa,
+    desfecho: str,
+    *,
+    campos: dict[str, Any],
+    quando: datetime | None = None,
+    erro: str | None = None,
+) -> bool:
+    """The attempt ends with the job pending again and a new message, due at
+    `quando` (None: now), in one transaction; False if the fence lost."""
     with transaction.atomic():
-        ganhou = (
+        if (
             _na_tentativa(tentativa).update(
                 status=Status.PENDENTE,
-                tentativas=tentativa.numero - 1,
-                proxima_tentativa_em=None,
+                proxima_tentativa_em=quando,
                 enfileirado_em=Now(),
+                **campos,
             )
-            == 1
+            != 1
+        ):
+            return False
+        _encerrar_tentativa(tentativa, desfecho, erro)
+        tipo = RelatorioJob.objects.values_list("tipo", flat=True).get(
+            pk=tentativa.job_id
         )
-        if ganhou:
-            _encerrar_tentativa(tentativa, Desfecho.DEVOLVIDO)
-            tipo = RelatorioJob.objects.values_list("tipo", flat=True).get(
-                pk=tentativa.job_id
-            )
-            _enfileirar(job_id=tentativa.job_id, tipo=tipo)
-    return ganhou
+        _enfileirar(job_id=tentativa.job_id, tipo=tipo, quando=quando)
+    return True
 
 
 def reenviar(*, job_id: int) -> bool:
