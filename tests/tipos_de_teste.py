@@ -13,6 +13,15 @@ from django.db.backends.utils import CursorWrapper
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio, meses
 
 
+class TimeoutDeTeste(TipoRelatorio):
+    """The type's time budget from RELATORIOS_TESTE_TIMEOUT_S, when set."""
+
+    def timeout(self) -> int:
+        return (
+            int(os.environ.get("RELATORIOS_TESTE_TIMEOUT_S", "0")) or super().timeout()
+        )
+
+
 class Quebrado(TipoRelatorio):
     """A report with a bug: it fails on its first chunk."""
 
@@ -68,7 +77,7 @@ class Lento(TipoRelatorio):
         return {"partes": [p["parte"] for p in parciais]}
 
 
-class Contado(Lento):
+class Contado(TimeoutDeTeste, Lento):
     """Like Lento, and each chunk it starts leaves a row in teste_execucoes (on
     its own connection: the report's transaction is read-only), so tests can
     count what ran where, even across processes killed mid-way."""
@@ -108,13 +117,8 @@ class Contado(Lento):
             "vendas": [[p["vendas"], p["receita"]] for p in parciais],
         }
 
-    def timeout(self) -> int:
-        return (
-            int(os.environ.get("RELATORIOS_TESTE_TIMEOUT_S", "0")) or super().timeout()
-        )
 
-
-class Dorminhoco(TipoRelatorio):
+class Dorminhoco(TimeoutDeTeste):
     """Stuck in Python, not in SQL: only django-q2's hard stop can end it."""
 
     tipo = "teste_dorminhoco"
@@ -139,8 +143,3 @@ class Dorminhoco(TipoRelatorio):
         self, params: Mapping[str, Any], parciais: Sequence[Parcial]
     ) -> dict[str, Any]:
         return {}
-
-    def timeout(self) -> int:
-        return (
-            int(os.environ.get("RELATORIOS_TESTE_TIMEOUT_S", "0")) or super().timeout()
-        )
