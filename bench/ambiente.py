@@ -8,6 +8,7 @@ workers) by process group, on success, failure or Ctrl-C alike.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -21,7 +22,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import psycopg
 from psycopg import sql
@@ -434,3 +435,18 @@ def formatar_cpu(
     nucleos = os.cpu_count() or 1
     partes.append(f"machine={uso.get('maquina', 0):.0f}%/{100 * nucleos}%")
     return "cpu " + " ".join(partes)
+
+
+def pedir_vendas(
+    url: str, token: str, corpo: dict[str, Any], timeout: float
+) -> tuple[int, Any]:
+    """`POST /relatorios/vendas` as a client app does: HTTP status and JSON
+    body (a status other than 2xx raises urllib's HTTPError)."""
+    pedido = urllib.request.Request(
+        f"{url}/relatorios/vendas",
+        data=json.dumps(corpo).encode(),
+        method="POST",
+        headers={"Authorization": f"Token {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(pedido, timeout=timeout) as resposta:
+        return int(resposta.status), json.loads(resposta.read())

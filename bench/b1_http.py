@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from bench.ambiente import (
     formatar_cpu,
     garantir_wrk,
     iniciar_gunicorn,
+    pedir_vendas,
     pids_do_banco,
 )
 from bench.contexto import Contexto, linha, nota
@@ -80,17 +80,7 @@ def _submeter_padroes(url: str, tenants: list[TenantDeBench]) -> None:
 
     def submeter(par: tuple[TenantDeBench, dict[str, Any]]) -> int:
         tenant, filtro = par
-        pedido = urllib.request.Request(
-            f"{url}/relatorios/vendas",
-            data=json.dumps(filtro).encode(),
-            method="POST",
-            headers={
-                "Authorization": f"Token {tenant.token}",
-                "Content-Type": "application/json",
-            },
-        )
-        with urllib.request.urlopen(pedido, timeout=30) as resposta:
-            return int(json.loads(resposta.read())["id"])
+        return int(pedir_vendas(url, tenant.token, filtro, timeout=30)[1]["id"])
 
     pares = [(t, f) for t in tenants for f in t.padroes]
     with ThreadPoolExecutor(8) as executor:

@@ -19,10 +19,8 @@ machinery's cost).
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, timedelta
 from typing import Any
@@ -33,6 +31,7 @@ from bench.ambiente import (
     formatar_cpu,
     iniciar_cluster,
     iniciar_gunicorn,
+    pedir_vendas,
     pids_do_banco,
 )
 from bench.contexto import Contexto, linha, nota
@@ -162,17 +161,7 @@ def _pedidos(n: int) -> list[dict[str, Any]]:
 
 def _submeter(url: str, token: str, pedidos: list[dict[str, Any]]) -> float:
     def enviar(corpo: dict[str, Any]) -> int:
-        pedido = urllib.request.Request(
-            f"{url}/relatorios/vendas",
-            data=json.dumps(corpo).encode(),
-            method="POST",
-            headers={
-                "Authorization": f"Token {token}",
-                "Content-Type": "application/json",
-            },
-        )
-        with urllib.request.urlopen(pedido, timeout=60) as resposta:
-            return int(resposta.status)
+        return pedir_vendas(url, token, corpo, timeout=60)[0]
 
     inicio = time.monotonic()
     with ThreadPoolExecutor(4) as executor:
