@@ -1,3 +1,18 @@
+from relatorios.models.agendamentos import (
+    Agendamento,
+    Alerta,
+    Canal,
+    Cluster,
+    Entrega,
+    EstadoEntrega,
+    EstadoOcorrencia,
+    Evento,
+    Inscricao,
+    Ocorrencia,
+    Periodo,
+    Recuperacao,
+    Webhook,
+)
 from relatorios.models.erp import Loja, MovimentoEstoque, Produto, Venda, Vendedor
 from relatorios.models.jobs import (
     Desfecho,
@@ -9,10 +24,22 @@ from relatorios.models.jobs import (
 from relatorios.models.tenants import Tenant, Usuario
 
 __all__ = [
+    "Agendamento",
+    "Alerta",
+    "Canal",
+    "Cluster",
     "Desfecho",
+    "Entrega",
+    "EstadoEntrega",
+    "EstadoOcorrencia",
+    "Evento",
+    "Inscricao",
     "Loja",
     "MovimentoEstoque",
+    "Ocorrencia",
+    "Periodo",
     "Produto",
+    "Recuperacao",
     "RelatorioJob",
     "RelatorioParcial",
     "RelatorioTentativa",
@@ -21,4 +48,5 @@ __all__ = [
     "Usuario",
     "Venda",
     "Vendedor",
+    "Webhook",
 ]

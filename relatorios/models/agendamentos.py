@@ -1,0 +1,397 @@
+"""The silent half of seed 004: schedules, their occurrences, absence alerts,
+the clusters that fire and watch them, and the notifications they send.
+
+Every table here is written by its own module (`agendamentos`, `alertas`,
+`notificacoes`, `clusters`), each through guarded statements, never `save()`
+from a view.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from relatorios.models.jobs import Agora, RelatorioJob
+from relatorios.models.tenants import Tenant
+
+
+class Periodo(models.TextChoices):
+    """A period relative to the planned firing, in the tenant's time zone."""
+
+    ONTEM = "ontem", "ontem"
+    SEMANA_ANTERIOR = "semana_anterior", "semana anterior (segunda a domingo)"
+    MES_ANTERIOR = "mes_anterior", "mês anterior"
+    MES_CORRENTE_ATE_ONTEM = "mes_corrente_ate_ontem", "mês corrente até ontem"
+    ANO_ANTERIOR = "ano_anterior", "ano anterior"
+
+
+class Recuperacao(models.TextChoices):
+    """What to run for occurrences missed while no cluster fired them."""
+
+    ULTIMA = "ultima", "só a mais recente"
+    PULAR = "pular", "nenhuma"
+
+
+class Agendamento(models.Model):
+    """A report a tenant wants on a cron schedule, due within `prazo` of each firing."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="agendamentos"
+    )
+    nome = models.CharField(max_length=200, blank=True, default="")
+    tipo = models.TextField()
+    # The parameter template: a relative period plus fixed stores and grouping.
+    periodo = models.TextField(choices=Periodo.choices)
+    agrupar = models.TextField(default="dia")
+    lojas = models.JSONField(default=list, blank=True)
+    # Five fields, evaluated on the tenant's wall clock.
+    cron = models.TextField()
+    # The report must be `pronto` this long after the planned firing.
+    prazo = models.DurationField()
+    destinatarios = models.JSONField(default=list, blank=True)
+    recuperacao = models.TextField(
+        choices=Recuperacao.choices, default=Recuperacao.ULTIMA
+    )
+    ativo = models.BooleanField(default=True)
+    criado_por = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    criado_em = models.DateTimeField(db_default=Agora())
+    # Occurrences planned after this instant are owed (creation or resume).
+    ativo_desde = models.DateTimeField(db_default=Agora())
+    pausado_em = models.DateTimeField(null=True, blank=True)
+    # Deleted schedules stay for their history (occurrences, alerts).
+    excluido_em = models.DateTimeField(null=True, blank=True)
+    # The next planned firing not yet fired (UTC); NULL while paused.
+    proximo_disparo = models.DateTimeField(null=True, blank=True)
+    # The checker has a ledger row for every occurrence planned up to here
+    # whose deadline passed; it never looks before this again.
+    verificado_ate = models.DateTimeField(db_default=Agora())
+
+    class Meta:
+        db_table = "relatorio_agendamentos"
+        verbose_name = "agendamento"
+        verbose_name_plural = "agendamentos"
+        ordering = ["tenant", "id"]
+        indexes = [
+            # The firing loop: active schedules whose next firing is due.
+            models.Index(
+                fields=["proximo_disparo"],
+                name="relatorio_agend_proximo",
+                condition=models.Q(ativo=True),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.nome or f"agendamento {self.pk} ({self.tipo})"
+
+
+class EstadoOcorrencia(models.TextChoices):
+    DISPARADA = "disparada", "disparada (job criado ou reaproveitado)"
+    PULADA = "pulada", "pulada (perdida durante uma parada)"
+    RECUSADA = "recusada", "recusada (pedido inválido ou limite do tenant)"
+    NAO_DISPARADA = "nao_disparada", "não disparada (nenhum cluster disparou)"
+
+
+class Ocorrencia(models.Model):
+    """One planned firing of a schedule: the ledger row that makes it happen once.
+
+    Firing inserts it (ON CONFLICT DO NOTHING): however many clusters fire at
+    once, one wins. The checker inserts the ones nobody fired.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    agendamento = models.ForeignKey(
+        Agendamento, on_delete=models.PROTECT, related_name="ocorrencias"
+    )
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
+    planejado_para = models.DateTimeField()
+    params = models.JSONField(null=True, blank=True)
+    job = models.ForeignKey(
+        RelatorioJob,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="ocorrencias",
+    )
+    estado = models.TextField(choices=EstadoOcorrencia.choices)
+    # Why no job: the 400/429 reason, the catch-up policy, the pause.
+    motivo = models.TextField(blank=True, default="")
+    prazo_em = models.DateTimeField()
+    disparada_em = models.DateTimeField(null=True, blank=True)
+    criado_em = models.DateTimeField(db_default=Agora())
+    # The checker is done with it: pronto in time, or its alert is open.
+    conferida = models.BooleanField(default=False)
+
+    class Meta:
+        db_table = "relatorio_ocorrencias"
+        verbose_name = "ocorrência"
+        verbose_name_plural = "ocorrências"
+        ordering = ["-planejado_para"]
+        constraints = [
+            # The one guard against duplicate firing: (schedule, planned time).
+            models.UniqueConstraint(
+                fields=["agendamento", "planejado_para"],
+                name="relatorio_ocorrencias_unica",
+            )
+        ]
+        indexes = [
+            # The checker's work list: occurrences it has not settled yet.
+            models.Index(
+                fields=["prazo_em"],
+                name="relatorio_ocorr_a_conferir",
+                condition=models.Q(conferida=False),
+            ),
+            # A tenant's latest occurrences (/painel/).
+            models.Index(
+                fields=["tenant", "-planejado_para"], name="relatorio_ocorr_tenant"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agendamento_id} @ {self.planejado_para:%Y-%m-%d %H:%M}"
+
+
+class Alerta(models.Model):
+    """An occurrence whose deadline passed without its report `pronto`."""
+
+    id = models.BigAutoField(primary_key=True)
+    ocorrencia = models.OneToOneField(
+        Ocorrencia, on_delete=models.PROTECT, related_name="alerta"
+    )
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
+    motivo = models.TextField()
+    aberto_em = models.DateTimeField(db_default=Agora())
+    fechado_em = models.DateTimeField(null=True, blank=True)
+    # Empty when it closed by itself (the job became pronto).
+    fechado_por = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    nota = models.TextField(blank=True, default="")
+
+    class Meta:
+        db_table = "relatorio_alertas"
+        verbose_name = "alerta"
+        verbose_name_plural = "alertas"
+        ordering = ["-aberto_em"]
+        permissions = [("fechar_alerta", "Pode fechar alertas com uma nota")]
+        indexes = [
+            # Open alerts: the landing page's count, the auto-close pass.
+            models.Index(
+                fields=["aberto_em"],
+                name="relatorio_alertas_abertos",
+                condition=models.Q(fechado_em__isnull=True),
+            ),
+            models.Index(
+                fields=["tenant", "-aberto_em"], name="relatorio_alertas_tenant"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return (
+            f"alerta {self.pk} ({'aberto' if self.fechado_em is None else 'fechado'})"
+        )
+
+    @property
+    def aberto(self) -> bool:
+        return self.fechado_em is None
+
+
+class Cluster(models.Model):
+    """A running qcluster: who watches the watcher.
+
+    Each cluster beats here; one silent for longer than the orphan timeout is
+    dead, and the queue messages it held are given back.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    host = models.TextField()
+    pid = models.IntegerField()
+    versao = models.TextField(blank=True, default="")
+    iniciado_em = models.DateTimeField(db_default=Agora())
+    batimento_em = models.DateTimeField(db_default=Agora())
+    # The last pass of this cluster's checker (alertas.verificar).
+    verificador_em = models.DateTimeField(null=True, blank=True)
+    # Stopped gracefully, or declared dead by a peer (messages handed back).
+    encerrado_em = models.DateTimeField(null=True, blank=True)
+    morto_em = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "relatorio_clusters"
+        verbose_name = "cluster"
+        verbose_name_plural = "clusters"
+        ordering = ["-batimento_em"]
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.pid}"
+
+
+class Evento(models.TextChoices):
+    JOB_PRONTO = "job.pronto", "job.pronto"
+    JOB_FALHOU = "job.falhou", "job.falhou"
+    ALERTA_ABERTO = "alerta.aberto", "alerta.aberto"
+    ALERTA_FECHADO = "alerta.fechado", "alerta.fechado"
+
+
+class Webhook(models.Model):
+    """A tenant's endpoint for events, signed per the Standard Webhooks spec."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="webhooks"
+    )
+    url = models.URLField(max_length=2000)
+    # `whsec_` + base64 of the key, as Standard Webhooks libraries expect.
+    segredo = models.TextField()
+    eventos = models.JSONField(default=list)
+    ativo = models.BooleanField(default=True)
+    criado_por = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    criado_em = models.DateTimeField(db_default=Agora())
+
+    class Meta:
+        db_table = "relatorio_webhooks"
+        verbose_name = "webhook"
+        verbose_name_plural = "webhooks"
+        ordering = ["tenant", "id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class Canal(models.TextChoices):
+    WEBHOOK = "webhook", "webhook"
+    EMAIL = "email", "e-mail"
+
+
+class EstadoEntrega(models.TextChoices):
+    PENDENTE = "pendente", "pendente"
+    ENTREGUE = "entregue", "entregue"
+    FALHOU = "falhou", "falhou (tentativas esgotadas)"
+
+
+class Entrega(models.Model):
+    """One notification to deliver (the outbox): written in the transaction of
+    the change it reports, sent later by a queued task, retried with backoff."""
+
+    id = models.BigAutoField(primary_key=True)
+    # Deterministic per event and destination (the `webhook-id` header): a
+    # second insert of the same notification conflicts instead of duplicating.
+    mensagem_id = models.TextField()
+    tenant = models.ForeignKey(
+        Tenant,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+    )
+    canal = models.TextField(choices=Canal.choices)
+    evento = models.TextField(choices=Evento.choices)
+    webhook = models.ForeignKey(
+        Webhook,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="entregas",
+    )
+    destinatarios = models.JSONField(default=list, blank=True)
+    payload = models.JSONField()
+    job = models.ForeignKey(
+        RelatorioJob,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+    )
+    alerta = models.ForeignKey(
+        Alerta,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="entregas",
+    )
+    estado = models.TextField(
+        choices=EstadoEntrega.choices, default=EstadoEntrega.PENDENTE
+    )
+    tentativas = models.IntegerField(default=0)
+    ultimo_status = models.IntegerField(null=True, blank=True)
+    ultimo_erro = models.TextField(blank=True, default="")
+    proxima_em = models.DateTimeField(db_default=Agora())
+    # When its queue message was written (the sweep replaces lost ones).
+    enfileirada_em = models.DateTimeField(null=True, blank=True)
+    # A sender holds it until then (a crashed sender's lease runs out).
+    em_curso_ate = models.DateTimeField(null=True, blank=True)
+    entregue_em = models.DateTimeField(null=True, blank=True)
+    criado_em = models.DateTimeField(db_default=Agora())
+
+    class Meta:
+        db_table = "relatorio_entregas"
+        verbose_name = "entrega"
+        verbose_name_plural = "entregas"
+        ordering = ["-criado_em"]
+        permissions = [("reenviar_entrega", "Pode reenviar entregas")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["mensagem_id"], name="relatorio_entregas_mensagem"
+            )
+        ]
+        indexes = [
+            # The sender's and the sweep's work list: pending deliveries by due time.
+            models.Index(
+                fields=["proxima_em"],
+                name="relatorio_entregas_pendentes",
+                condition=models.Q(estado="pendente"),
+            ),
+            models.Index(fields=["criado_em"], name="relatorio_entregas_criado"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.evento} → {self.canal} ({self.estado})"
+
+
+class Inscricao(models.Model):
+    """Someone who asked for an email when this job ends (`notificar_email`).
+
+    Not part of the request's parameters nor its chave: twenty managers asking
+    for the same report share one job and each gets an email.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(
+        RelatorioJob, on_delete=models.CASCADE, related_name="inscricoes"
+    )
+    email = models.EmailField()
+    criado_em = models.DateTimeField(db_default=Agora())
+
+    class Meta:
+        db_table = "relatorio_inscricoes"
+        verbose_name = "inscrição"
+        verbose_name_plural = "inscrições"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "email"], name="relatorio_inscricoes_job_email"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ← job {self.job_id}"
