@@ -226,6 +226,16 @@ RELATORIOS_DESLIGAMENTO_S = env_float("RELATORIOS_DESLIGAMENTO_S", 20.0)
 RELATORIOS_MARGEM_HARD_STOP_S = env_int("RELATORIOS_MARGEM_HARD_STOP_S", 30)
 # Extra report types (dotted paths to TipoRelatorio subclasses), e.g. for tests.
 RELATORIOS_TIPOS_EXTRAS = env_list("RELATORIOS_TIPOS_EXTRAS", [])
+# --- Schedules and absence alerts ---------------------------------------------------
+
+# A planned firing found later than this (no cluster was running) is "missed":
+# the schedule's catch-up policy decides whether it still runs.
+RELATORIOS_DISPARO_TOLERANCIA_S = env_int("RELATORIOS_DISPARO_TOLERANCIA_S", 300)
+# Allow a sixth cron field (seconds): for tests and demos, never needed by a report.
+RELATORIOS_CRON_SEGUNDOS = env_bool("RELATORIOS_CRON_SEGUNDOS", False)
+# How often each cluster fires due schedules and runs the absence checker.
+RELATORIOS_AGENDADOR_S = env_float("RELATORIOS_AGENDADOR_S", 5.0)
+
 # Worker processes per cluster.
 RELATORIOS_WORKERS = env_int("RELATORIOS_WORKERS", 2)
 

@@ -144,7 +144,7 @@ def submeter(
         if atual is not None and not reiniciavel:
             return Submissao(job=atual, criado=False)
         if not lojas_verificadas:
-            _verificar_lojas(tenant_id=tenant_id, lojas=params["lojas"])
+            verificar_lojas(tenant_id=tenant_id, lojas=params["lojas"])
             lojas_verificadas = True
         with transaction.atomic(), connection.cursor() as cursor:
             _travar_tenant(cursor, tenant_id)
@@ -924,7 +924,7 @@ def _inserir_ou_reiniciar(
     return None if linha is None else JobEstado.da_linha(linha)
 
 
-def _verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:
+def verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:
     if not lojas:
         return
     with connection.cursor() as cursor:
