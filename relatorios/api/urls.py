@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from relatorios.api import views
+from relatorios.api import agendamentos, views
 
 
 class IdDeJob:
@@ -29,6 +29,35 @@ urlpatterns = [
         views.ResultadoCsv.as_view(),
         name="resultado_csv",
     ),
+    # Before the `<tipo>` catch-all: these names are not report types.
+    path("relatorios/agendamentos", agendamentos.Agendamentos.as_view()),
+    path("relatorios/agendamentos/", agendamentos.Agendamentos.as_view()),
+    path(
+        "relatorios/agendamentos/<job:agendamento_id>",
+        agendamentos.DetalheDoAgendamento.as_view(),
+    ),
+    path(
+        "relatorios/agendamentos/<job:agendamento_id>/",
+        agendamentos.DetalheDoAgendamento.as_view(),
+    ),
+    path(
+        "relatorios/agendamentos/<job:agendamento_id>/pausar",
+        agendamentos.PausarAgendamento.as_view(),
+    ),
+    path(
+        "relatorios/agendamentos/<job:agendamento_id>/pausar/",
+        agendamentos.PausarAgendamento.as_view(),
+    ),
+    path(
+        "relatorios/agendamentos/<job:agendamento_id>/retomar",
+        agendamentos.RetomarAgendamento.as_view(),
+    ),
+    path(
+        "relatorios/agendamentos/<job:agendamento_id>/retomar/",
+        agendamentos.RetomarAgendamento.as_view(),
+    ),
+    path("relatorios/alertas", agendamentos.Alertas.as_view()),
+    path("relatorios/alertas/", agendamentos.Alertas.as_view()),
     path("relatorios/<slug:tipo>", views.SubmeterRelatorio.as_view(), name="submeter"),
     path("relatorios/<slug:tipo>/", views.SubmeterRelatorio.as_view()),
 ]

@@ -1,0 +1,139 @@
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from relatorios import alertas
+from relatorios.models import Agendamento, Tenant
+from tests import helpers
+
+pytestmark = pytest.mark.django_db
+
+AGENDAMENTO = {
+    "nome": "Fechamento mensal",
+    "tipo": "vendas",
+    "periodo": "mes_anterior",
+    "cron": "0 3 1 * *",
+    "prazo_minutos": 180,
+    "agrupar": "mes",
+    "destinatarios": ["contabilidade@rede.com"],
+}
+
+
+def post(cliente: Client, caminho: str, corpo: Any = None) -> Any:
+    return cliente.post(
+        caminho,
+        data=json.dumps(corpo) if corpo is not None else "",
+        content_type="application/json",
+    )
+
+
+@pytest.fixture
+def cliente(token: str) -> Client:
+    return helpers.cliente_com_token(token)
+
+
+def test_cria_e_lista_agendamentos_do_tenant(cliente: Client) -> None:
+    resposta = post(cliente, "/relatorios/agendamentos", AGENDAMENTO)
+    corpo = resposta.json()
+    assert resposta.status_code == 201
+    assert resposta["Location"] == f"/relatorios/agendamentos/{corpo['id']}"
+    assert corpo["prazo_minutos"] == 180
+    assert corpo["ativo"] is True
+    assert len(corpo["proximos_disparos"]) == 3
+    assert corpo["ocorrencias"] == []
+    lista = cliente.get("/relatorios/agendamentos").json()["agendamentos"]
+    assert [a["id"] for a in lista] == [corpo["id"]]
+
+
+@pytest.mark.parametrize(
+    ("mudanca", "campo"),
+    [
+        ({"cron": "61 * * * *"}, "cron"),
+        ({"periodo": "semana_que_vem"}, "periodo"),
+        ({"prazo_minutos": 0}, "prazo_minutos"),
+        ({"prazo_minutos": "180"}, "prazo_minutos"),
+        ({"prazo_minutos": None}, "prazo_minutos"),
+        ({"tipo": ["vendas"]}, "tipo"),
+        ({"tipo": "inexistente"}, "tipo"),
+        ({"lojas": "L001"}, "lojas"),
+        ({"destinatarios": "a@b.com"}, "destinatarios"),
+        ({"horario": "03:00"}, "horario"),
+    ],
+)
+def test_agendamento_invalido_e_400_que_nomeia_o_campo(
+    cliente: Client, mudanca: dict[str, Any], campo: str
+) -> None:
+    corpo = {k: v for k, v in (AGENDAMENTO | mudanca).items() if v is not None}
+    resposta = post(cliente, "/relatorios/agendamentos", corpo)
+    assert resposta.status_code == 400
+    assert resposta.json()["campo"] == campo
+    assert resposta.json()["erro"]
+    assert not Agendamento.objects.exists()
+
+
+def test_corpo_que_nao_e_objeto_e_400(cliente: Client) -> None:
+    resposta = post(cliente, "/relatorios/agendamentos", ["vendas"])
+    assert resposta.status_code == 400
+    assert resposta.json()["campo"] == "corpo"
+
+
+def test_pausar_retomar_e_excluir(cliente: Client) -> None:
+    criado = post(cliente, "/relatorios/agendamentos", AGENDAMENTO).json()
+    caminho = f"/relatorios/agendamentos/{criado['id']}"
+    pausado = post(cliente, f"{caminho}/pausar").json()
+    assert (pausado["ativo"], pausado["proximo_disparo"]) == (False, None)
+    assert pausado["proximos_disparos"] == []
+    retomado = post(cliente, f"{caminho}/retomar/").json()
+    assert retomado["ativo"] is True
+    assert retomado["proximo_disparo"] is not None
+    assert cliente.delete(caminho).status_code == 204
+    assert cliente.get(caminho).status_code == 404
+    assert cliente.get("/relatorios/agendamentos").json()["agendamentos"] == []
+    # Kept for its history, never fires again.
+    assert Agendamento.objects.get().excluido_em is not None
+
+
+def test_agendamento_de_outro_tenant_e_404(
+    cliente: Client, outro_tenant: Tenant
+) -> None:
+    _, token_b = helpers.criar_usuario(outro_tenant)
+    alheio = post(
+        helpers.cliente_com_token(token_b), "/relatorios/agendamentos", AGENDAMENTO
+    ).json()
+    caminho = f"/relatorios/agendamentos/{alheio['id']}"
+    assert cliente.get(caminho).status_code == 404
+    assert post(cliente, f"{caminho}/pausar").status_code == 404
+    assert cliente.delete(caminho).status_code == 404
+    assert cliente.get("/relatorios/agendamentos").json()["agendamentos"] == []
+    assert Agendamento.objects.get().ativo
+
+
+@pytest.mark.parametrize("ident", ["0", "99999999999999999999"])
+def test_id_fora_do_intervalo_e_404(cliente: Client, ident: str) -> None:
+    assert cliente.get(f"/relatorios/agendamentos/{ident}").status_code == 404
+
+
+def test_alertas_do_tenant_com_filtro(cliente: Client, outro_tenant: Tenant) -> None:
+    criado = post(cliente, "/relatorios/agendamentos", AGENDAMENTO).json()
+    _, token_b = helpers.criar_usuario(outro_tenant)
+    post(helpers.cliente_com_token(token_b), "/relatorios/agendamentos", AGENDAMENTO)
+    agendamento = Agendamento.objects.get(pk=criado["id"])
+    alertas.verificar(agora=agendamento.proximo_disparo + timedelta(hours=4))
+    abertos = cliente.get("/relatorios/alertas?situacao=abertos").json()["alertas"]
+    assert len(abertos) == 1
+    assert abertos[0]["agendamento_id"] == criado["id"]
+    assert abertos[0]["fechado_em"] is None
+    assert cliente.get("/relatorios/alertas?situacao=fechados").json()["alertas"] == []
+    resposta = cliente.get("/relatorios/alertas?situacao=todos")
+    assert resposta.status_code == 400
+    assert resposta.json()["campo"] == "situacao"
+
+
+def test_sem_token_e_401(client: Client) -> None:
+    resposta = client.get("/relatorios/agendamentos")
+    assert resposta.status_code == 401
