@@ -8,9 +8,11 @@ any number of copies:
    ledger row (`nao_disparada`) for every occurrence whose deadline passed and
    that nobody fired, so a scheduler that never ran is caught too.
 2. Each unsettled occurrence is settled once: `pronto` in time, or an alert
-   opened by a guarded INSERT (one per occurrence). A failed job or a refused
-   submit opens it before the deadline: nothing will make that occurrence
-   `pronto` by itself, and support gains the hours until the deadline.
+   opened by a guarded INSERT (one per occurrence); a report that became
+   `pronto` after its deadline still missed it (its alert opens and closes).
+   A failed job or a refused submit opens it before the deadline: nothing
+   will make that occurrence `pronto` by itself, and support gains the hours
+   until the deadline.
 3. Open alerts whose occurrence's job became `pronto` close by themselves.
 
 Opening and closing write their notifications (`notificacoes`, an outbox) in
@@ -136,7 +138,7 @@ def _abrir(agora: datetime, resultado: Verificacao) -> None:
         cursor.execute(
             """
             SELECT o.id, o.tenant_id, o.estado, o.motivo, j.status, j.erro,
-                   j.progresso, o.prazo_em <= %(agora)s
+                   j.progresso, j.concluido_em <= o.prazo_em
               FROM relatorio_ocorrencias o
               LEFT JOIN relatorio_jobs j ON j.id = o.job_id
              WHERE NOT o.conferida
@@ -149,8 +151,11 @@ def _abrir(agora: datetime, resultado: Verificacao) -> None:
             {"agora": agora, "lote": LOTE},
         )
         linhas = cursor.fetchall()
-        for ocorrencia_id, tenant_id, estado, motivo, status, erro, prog, _ in linhas:
-            if status == Status.PRONTO:
+        for linha in linhas:
+            ocorrencia_id, tenant_id, estado, motivo, status, erro, prog, a_tempo = (
+                linha
+            )
+            if status == Status.PRONTO and a_tempo:
                 resultado.conferidas += 1
             else:
                 _abrir_alerta(
@@ -231,6 +236,9 @@ def motivo_do_alerta(
     progresso: int | None,
 ) -> str:
     """Why the report is not `pronto`, in words a manager can act on."""
+    if status == Status.PRONTO:
+        # Late is a missed deadline too: it opens, then closes in the same pass.
+        return "o relatório ficou pronto depois do prazo"
     if status == Status.FALHOU:
         return f"o relatório falhou: {erro or 'sem detalhe'}"
     if status == Status.EXECUTANDO:

@@ -301,7 +301,9 @@ def test_job_pronto_no_prazo_nao_abre_alerta(tenant) -> None:
     planejado = agendamento.proximo_disparo
     agendamentos.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
-    RelatorioJob.objects.filter(pk=job_id).update(status=Status.PRONTO)
+    RelatorioJob.objects.filter(pk=job_id).update(
+        status=Status.PRONTO, concluido_em=planejado + timedelta(minutes=30)
+    )
     resultado = alertas.verificar(agora=planejado + timedelta(hours=1))
     assert (resultado.conferidas, resultado.abertos) == (1, 0)
     assert alertas.verificar(agora=planejado + timedelta(hours=5)).abertos == 0
@@ -415,3 +417,18 @@ def test_dois_verificadores_ao_mesmo_tempo_abrem_um_alerta() -> None:
         t.join()
     assert Alerta.objects.count() == 3
     assert sum(abertos) == 3
+
+
+def test_pronto_depois_do_prazo_abre_e_fecha_o_alerta(tenant) -> None:
+    agendamento = criar(tenant)
+    planejado = agendamento.proximo_disparo
+    agendamentos.disparar(agora=planejado)
+    job_id = Ocorrencia.objects.get().job_id
+    RelatorioJob.objects.filter(pk=job_id).update(
+        status=Status.PRONTO, concluido_em=planejado + timedelta(hours=4)
+    )
+    resultado = alertas.verificar(agora=planejado + timedelta(hours=5))
+    assert (resultado.abertos, resultado.fechados) == (1, 1)
+    alerta = Alerta.objects.get()
+    assert "depois do prazo" in alerta.motivo
+    assert not alerta.aberto
