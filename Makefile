@@ -28,6 +28,7 @@ run: demo
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
 
 test: install
+	bash .ci/dependencias-do-sistema
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 lint: install
