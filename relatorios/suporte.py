@@ -50,11 +50,12 @@ def criar_grupo_suporte(
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     grupo, _ = Group.objects.get_or_create(name=GRUPO_SUPORTE)
-    permissoes = [
-        Permission.objects.get(content_type__app_label=app, codename=codigo)
-        for app, codigo in permissoes
-    ]
-    grupo.permissions.set(permissoes)
+    grupo.permissions.set(
+        [
+            Permission.objects.get(content_type__app_label=app, codename=codigo)
+            for app, codigo in permissoes
+        ]
+    )
     return grupo
 
 
