@@ -151,7 +151,7 @@ def _selecionados(
 # --- Schedules ------------------------------------------------------------------
 
 
-class AgendamentoForm(forms.ModelForm):
+class AgendamentoAdminForm(forms.ModelForm):
     """The add form. Its fields are the service's arguments, not the model's:
     `clean` calls `agendamentos.criar`, which validates and inserts in one
     step, so an ErroDeParametro can still be shown at its field; `save` only
@@ -384,13 +384,15 @@ class AgendamentoAdmin(admin.ModelAdmin):
     ) -> Any:
         if obj is None:
             return type(
-                "AgendamentoForm", (AgendamentoForm,), {"usuario_id": request.user.pk}
+                "AgendamentoAdminForm",
+                (AgendamentoAdminForm,),
+                {"usuario_id": request.user.pk},
             )
         return super().get_form(request, obj, change, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return [(None, {"fields": list(AgendamentoForm.base_fields)})]
+            return [(None, {"fields": list(AgendamentoAdminForm.base_fields)})]
         return [
             (None, {"fields": self.campos_da_pagina}),
             ("Ocorrências", {"fields": ("ultimas_ocorrencias",)}),
@@ -407,7 +409,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
     def save_model(
         self, request: HttpRequest, obj: Any, form: Any, change: bool
     ) -> None:
-        # Added: agendamentos.criar already inserted it (AgendamentoForm.clean).
+        # Added: agendamentos.criar already inserted it (AgendamentoAdminForm.clean).
         # Changed: never (change_view refuses POST).
         if change:
             raise PermissionDenied
