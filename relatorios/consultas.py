@@ -16,7 +16,7 @@ from typing import Any
 from django.db import connection
 from django.http import Http404
 
-from relatorios.models import Loja, RelatorioJob
+from relatorios.models import Alerta, Loja, RelatorioJob
 
 # An id beyond PostgreSQL's bigint would be a database error, not a 404.
 ID_MAXIMO = 2**63 - 1
@@ -190,3 +190,8 @@ def linhas_do_resultado(
 def _json(valor: Any) -> Any:
     # Django loads jsonb as text for its JSONField; raw cursors see the text.
     return json.loads(valor) if isinstance(valor, str) else valor
+
+
+def alertas_abertos(*, tenant_id: int) -> int:
+    """How many of the tenant's alerts are open (the /painel/ box)."""
+    return Alerta.objects.filter(tenant_id=tenant_id, fechado_em__isnull=True).count()

@@ -36,6 +36,8 @@ class Indicadores:
     pendentes_antigos: int
     # {tipo: {status: n}}: active jobs now, finished jobs created in the window.
     por_tipo: dict[str, dict[str, int]] = field(default_factory=dict)
+    alertas_abertos: int = 0
+    agendamentos_ativos: int = 0
 
     @property
     def idade_do_pendente_mais_antigo(self) -> timedelta | None:
@@ -80,6 +82,7 @@ def calcular() -> Indicadores:
     )
     for tipo, status, n in linhas:
         por_tipo.setdefault(tipo, {})[status] = n
+    alertas_abertos, agendamentos_ativos = _agendamentos()
     return Indicadores(
         falhos_24h=falhos_recentes().count(),
         travados=RelatorioJob.objects.travados().count(),
@@ -89,7 +92,25 @@ def calcular() -> Indicadores:
         pendente_mais_antigo=pendentes["mais_antigo"],
         pendentes_antigos=pendentes_antigos().count(),
         por_tipo=dict(sorted(por_tipo.items())),
+        alertas_abertos=alertas_abertos,
+        agendamentos_ativos=agendamentos_ativos,
     )
+
+
+def _agendamentos() -> tuple[int, int]:
+    """(open alerts, active schedules) in one round trip: the open alerts
+    through the partial index relatorio_alertas_abertos; schedules are few
+    (one per tenant's report), so their count is a small scan."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT (SELECT count(*) FROM relatorio_alertas WHERE fechado_em IS NULL),
+                   (SELECT count(*) FROM relatorio_agendamentos
+                     WHERE ativo AND excluido_em IS NULL)
+            """
+        )
+        alertas, ativos = cursor.fetchone()
+    return int(alertas), int(ativos)
 
 
 @dataclass(frozen=True)

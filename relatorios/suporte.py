@@ -1,8 +1,11 @@
 """The "Suporte" group: exactly what support staff need in the admin.
 
 They look at jobs and tenants and run the jobs' actions (reexecutar, marcar
-como falhou, expirar resultado: `operar_relatoriojob`). They never edit a job's
-params or result, delete anything, or see users and tokens.
+como falhou, expirar resultado: `operar_relatoriojob`). They look after the
+schedules (create, pause, resume, run now, delete: `add_`/`change_agendamento`;
+schedules are never edited field by field), their occurrences and alerts, and
+close alerts with a note (`fechar_alerta`). They never edit a job's params or
+result, delete anything, or see users and tokens.
 
 Used by migration 0004 (with the historical models) and by tests and commands
 (with the current ones): a test database flush deletes groups and
@@ -24,20 +27,35 @@ PERMISSOES_DO_SUPORTE = (
     ("relatorios", "view_relatoriojob"),
     ("relatorios", "operar_relatoriojob"),
     ("relatorios", "view_tenant"),
+    ("relatorios", "view_agendamento"),
+    ("relatorios", "add_agendamento"),
+    # Pausing, resuming, "executar agora" and the soft delete; no field edits.
+    ("relatorios", "change_agendamento"),
+    ("relatorios", "view_ocorrencia"),
+    ("relatorios", "view_alerta"),
+    ("relatorios", "fechar_alerta"),
 )
 
 
-def criar_grupo_suporte(apps: Any = apps_globais) -> Any:
-    """Create or reset the group with exactly PERMISSOES_DO_SUPORTE; returns it."""
+def criar_grupo_suporte(
+    apps: Any = apps_globais,
+    permissoes: tuple[tuple[str, str], ...] = PERMISSOES_DO_SUPORTE,
+) -> Any:
+    """Create or reset the group with exactly `permissoes`; returns it.
+
+    Migrations pass their own frozen list: an older migration runs on models
+    of its time, where the newer permissions do not exist yet.
+    """
     _garantir_permissoes(apps)
     Group = apps.get_model("auth", "Group")
     Permission = apps.get_model("auth", "Permission")
     grupo, _ = Group.objects.get_or_create(name=GRUPO_SUPORTE)
-    permissoes = [
-        Permission.objects.get(content_type__app_label=app, codename=codigo)
-        for app, codigo in PERMISSOES_DO_SUPORTE
-    ]
-    grupo.permissions.set(permissoes)
+    grupo.permissions.set(
+        [
+            Permission.objects.get(content_type__app_label=app, codename=codigo)
+            for app, codigo in permissoes
+        ]
+    )
     return grupo
 
 

@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 from django.views.generic import RedirectView
 
-from relatorios import views
+from relatorios import paginas_agendamentos, views
 
 # The `job` path converter (digits; range checked by the lookup) is the API's.
 from relatorios.api import urls as _api_urls  # noqa: F401
@@ -24,4 +24,18 @@ urlpatterns = [
     path("painel/jobs/<job:job_id>/", views.pagina_do_job, name="pagina_do_job"),
     path("painel/jobs/<job:job_id>/estado/", views.estado_do_job, name="estado_do_job"),
     path("painel/jobs/<job:job_id>/repetir/", views.repetir, name="repetir"),
+]
+
+urlpatterns += [
+    path("painel/agendamentos/", paginas_agendamentos.lista, name="agendamentos"),
+    path(
+        "painel/agendamentos/novo/",
+        paginas_agendamentos.criar,
+        name="criar_agendamento",
+    ),
+    path(
+        "painel/agendamentos/<int:agendamento_id>/<slug:acao>/",
+        paginas_agendamentos.agir,
+        name="agir_no_agendamento",
+    ),
 ]

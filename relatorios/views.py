@@ -136,6 +136,7 @@ def _painel(
             "formularios": formularios,
             "recentes": [ItemRecente.de(job) for job in recentes],
             "com_erro": com_erro,
+            "alertas_abertos": consultas.alertas_abertos(tenant_id=_tenant_id(request)),
         },
         status=status,
     )

@@ -96,6 +96,13 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "view_relatoriojob"),
         ("relatorios", "operar_relatoriojob"),
         ("relatorios", "view_tenant"),
+        # 0009_suporte_agendamentos (tests/test_admin_agendamentos.py).
+        ("relatorios", "view_agendamento"),
+        ("relatorios", "add_agendamento"),
+        ("relatorios", "change_agendamento"),
+        ("relatorios", "view_ocorrencia"),
+        ("relatorios", "view_alerta"),
+        ("relatorios", "fechar_alerta"),
     }
 
 
@@ -103,7 +110,7 @@ def test_criar_grupo_e_idempotente_e_repoe_as_permissoes(db: None) -> None:
     grupo = suporte.criar_grupo_suporte()
     grupo.permissions.clear()
     suporte.criar_grupo_suporte()
-    assert grupo.permissions.count() == 3
+    assert grupo.permissions.count() == len(suporte.PERMISSOES_DO_SUPORTE)
     assert Group.objects.filter(name="Suporte").count() == 1
 
 

@@ -1,0 +1,220 @@
+"""The managers' schedule pages: /painel/agendamentos/ and the /painel/ box."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from relatorios import agendamentos, alertas
+from relatorios.models import Agendamento, Alerta, Tenant, Usuario
+from tests import helpers
+
+pytestmark = pytest.mark.django_db
+
+PAGINA = "/painel/agendamentos/"
+NOVO = {
+    "nome": "Fechamento mensal",
+    "tipo": "vendas",
+    "periodo": "mes_anterior",
+    "cron": "0 3 1 * *",
+    "prazo_minutos": "180",
+    "agrupar": "mes",
+    "lojas": ["L001"],
+    "destinatarios": "contab@rede.com, Dono@Rede.com",
+    "recuperacao": "ultima",
+}
+
+
+@pytest.fixture
+def gerente(tenant: Tenant) -> Usuario:
+    helpers.criar_lojas(tenant, "L001", "L002")
+    return helpers.criar_usuario(tenant)[0]
+
+
+@pytest.fixture
+def cliente(gerente: Usuario) -> Client:
+    cliente = Client()
+    cliente.force_login(gerente)
+    return cliente
+
+
+def agendar(tenant: Tenant, **campos: Any) -> Agendamento:
+    padrao = {
+        "tipo": "vendas",
+        "periodo": "mes_anterior",
+        "cron": "0 3 1 * *",
+        "prazo": timedelta(hours=3),
+        "usuario_id": None,
+    }
+    return agendamentos.criar(tenant_id=tenant.pk, **(padrao | campos))
+
+
+def test_gerente_cria_um_agendamento_do_seu_tenant(
+    cliente: Client, tenant: Tenant, gerente: Usuario
+) -> None:
+    pagina = cliente.get(PAGINA).content.decode()
+    assert 'name="cron"' in pagina
+    assert "csrfmiddlewaretoken" in pagina
+    assert 'value="L001"' in pagina
+    assert "mês anterior" in pagina  # the period's human label
+
+    resposta = cliente.post(f"{PAGINA}novo/", NOVO)
+    assert resposta.status_code == 302
+    assert resposta["Location"] == PAGINA
+    agendamento = Agendamento.objects.get()
+    assert (agendamento.tenant_id, agendamento.criado_por_id) == (tenant.pk, gerente.pk)
+    assert agendamento.prazo == timedelta(minutes=180)
+    assert agendamento.lojas == ["L001"]
+    assert agendamento.destinatarios == ["contab@rede.com", "dono@rede.com"]
+
+    html = cliente.get(PAGINA).content.decode()
+    assert "Fechamento mensal" in html
+    assert "3 h" in html
+    # The next three firings, at 03:00 of a 1st in the tenant's zone.
+    assert html.count(" 03:00") >= 3
+    assert "Pausar" in html
+
+
+@pytest.mark.parametrize(
+    ("campo", "valor", "mensagem"),
+    [
+        ("cron", "61 3 * * *", "expressão cron inválida"),
+        ("cron", "0 3 * *", "cinco campos"),
+        ("prazo_minutos", "0", "positivo"),
+        ("destinatarios", "não é email", "e-mail inválido"),
+    ],
+)
+def test_erro_aparece_no_seu_campo_e_nada_e_criado(
+    cliente: Client, campo: str, valor: str, mensagem: str
+) -> None:
+    resposta = cliente.post(f"{PAGINA}novo/", NOVO | {campo: valor})
+    assert resposta.status_code == 400
+    assert mensagem in str(resposta.context["form"].errors[campo])
+    html = resposta.content.decode()
+    bloco = html.split(f'id="campo-{campo}"', 1)[1].split("</div>", 1)[0]
+    assert mensagem in bloco
+    assert not Agendamento.objects.exists()
+
+
+def test_loja_de_outro_tenant_nao_e_aceita(
+    cliente: Client, outro_tenant: Tenant
+) -> None:
+    helpers.criar_lojas(outro_tenant, "OUTRA")
+    resposta = cliente.post(f"{PAGINA}novo/", NOVO | {"lojas": ["OUTRA"]})
+    assert resposta.status_code == 400
+    assert "lojas" in resposta.context["form"].errors
+    assert not Agendamento.objects.exists()
+
+
+def test_gerente_pausa_retoma_e_exclui(cliente: Client, tenant: Tenant) -> None:
+    agendamento = agendar(tenant, nome="Diário")
+    base = f"{PAGINA}{agendamento.pk}"
+    assert cliente.post(f"{base}/pausar/")["Location"] == PAGINA
+    agendamento.refresh_from_db()
+    assert (agendamento.ativo, agendamento.proximo_disparo) == (False, None)
+    assert "Retomar" in cliente.get(PAGINA).content.decode()
+
+    cliente.post(f"{base}/retomar/")
+    agendamento.refresh_from_db()
+    assert agendamento.ativo
+
+    cliente.post(f"{base}/excluir/")
+    agendamento.refresh_from_db()
+    assert agendamento.excluido_em is not None
+    assert not agendamento.ativo
+    assert f'data-agendamento="{agendamento.pk}"' not in (
+        cliente.get(PAGINA).content.decode()
+    )
+    # Gone for the page: acting on it again is a 404.
+    assert cliente.post(f"{base}/retomar/").status_code == 404
+
+
+def test_pausar_duas_vezes_avisa_que_nada_mudou(
+    cliente: Client, tenant: Tenant
+) -> None:
+    agendamento = agendar(tenant)
+    cliente.post(f"{PAGINA}{agendamento.pk}/pausar/")
+    resposta = cliente.post(f"{PAGINA}{agendamento.pk}/pausar/", follow=True)
+    assert "já estava pausado" in resposta.content.decode()
+
+
+def test_agendamento_de_outro_tenant_e_404(
+    cliente: Client, outro_tenant: Tenant
+) -> None:
+    alheio = agendar(outro_tenant, nome="Segredo da Rede B")
+    for acao in ("pausar", "retomar", "excluir"):
+        assert cliente.post(f"{PAGINA}{alheio.pk}/{acao}/").status_code == 404
+    alheio.refresh_from_db()
+    assert alheio.ativo
+    assert alheio.excluido_em is None
+    assert "Segredo da Rede B" not in cliente.get(PAGINA).content.decode()
+    assert cliente.post(f"{PAGINA}{2**63}/pausar/").status_code == 404
+
+
+def test_acoes_so_por_post(cliente: Client, tenant: Tenant) -> None:
+    agendamento = agendar(tenant)
+    assert cliente.get(f"{PAGINA}{agendamento.pk}/pausar/").status_code == 405
+    assert cliente.post(f"{PAGINA}{agendamento.pk}/apagar/").status_code == 404
+    agendamento.refresh_from_db()
+    assert agendamento.ativo
+
+
+def test_alertas_abertos_primeiro_com_link_para_o_job(
+    cliente: Client, tenant: Tenant, outro_tenant: Tenant
+) -> None:
+    agendamento = agendar(tenant, nome="Mensal")
+    planejado = agendamento.proximo_disparo
+    agendamentos.disparar(agora=planejado)
+    alertas.verificar(agora=planejado + timedelta(hours=4))
+    alerta = Alerta.objects.select_related("ocorrencia").get()
+    alheio = agendar(outro_tenant, nome="Alheio")
+    alertas.verificar(agora=alheio.proximo_disparo + timedelta(hours=4))
+
+    html = cliente.get(PAGINA).content.decode()
+    assert 'class="alerta-aberto"' in html
+    assert "o prazo venceu com o relatório ainda na fila" in html
+    assert f'href="/painel/jobs/{alerta.ocorrencia.job_id}/"' in html
+    assert "Alheio" not in html
+
+
+def test_painel_mostra_quantos_alertas_estao_abertos(
+    cliente: Client, tenant: Tenant, outro_tenant: Tenant
+) -> None:
+    html = cliente.get("/painel/").content.decode()
+    assert 'data-alertas-abertos="0"' in html
+    assert 'href="/painel/agendamentos/"' in html
+    agendamento = agendar(tenant)
+    agendar(tenant, cron="0 4 1 * *")
+    agendar(outro_tenant)
+    # One month of silence: each schedule's occurrence misses its deadline.
+    alertas.verificar(agora=agendamento.proximo_disparo + timedelta(hours=5))
+    assert Alerta.objects.filter(tenant=tenant).count() == 2
+    assert Alerta.objects.count() == 3
+
+    html = cliente.get("/painel/").content.decode()
+    assert 'data-alertas-abertos="2"' in html
+    assert "com-alertas" in html
+    assert "2 alertas abertos" in html
+
+
+def test_suporte_recebe_403_nas_paginas_de_agendamento(
+    db: None, tenant: Tenant
+) -> None:
+    agendamento = agendar(tenant)
+    suporte = helpers.criar_usuario(None, is_staff=True)[0]
+    cliente = Client()
+    cliente.force_login(suporte)
+    assert cliente.get(PAGINA).status_code == 403
+    assert cliente.post(f"{PAGINA}novo/", NOVO).status_code == 403
+    assert cliente.post(f"{PAGINA}{agendamento.pk}/pausar/").status_code == 403
+    agendamento.refresh_from_db()
+    assert agendamento.ativo
+
+
+def test_pagina_exige_login(client: Client) -> None:
+    resposta = client.get(PAGINA)
+    assert resposta.status_code == 302
+    assert resposta["Location"].startswith("/entrar/?next=")
