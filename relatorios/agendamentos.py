@@ -253,7 +253,10 @@ def retomar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
 def executar_agora(*, agendamento_id: int) -> Ocorrencia:
     """Support's "executar agora": an extra occurrence planned for now, fired
     through the same path (and owing the same deadline)."""
-    agendamento = Agendamento.objects.select_related("tenant").get(pk=agendamento_id)
+    # A deleted schedule is history: Agendamento.DoesNotExist.
+    agendamento = Agendamento.objects.select_related("tenant").get(
+        pk=agendamento_id, excluido_em__isnull=True
+    )
     agora = agora_do_banco()
     ocorrencia = _registrar(
         agendamento,
