@@ -630,3 +630,7 @@ def curto(intervalo: timedelta) -> str:
     if dias == 0:
         return f"{horas} h {minutos % 60} min" if minutos % 60 else f"{horas} h"
     return f"{dias} d {horas % 24} h" if horas % 24 else f"{dias} d"
+
+
+# Webhooks and the notification outbox (support's side).
+from relatorios import admin_entregas  # noqa: E402, F401

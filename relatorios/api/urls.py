@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from relatorios.api import views
+from relatorios.api import views, webhooks
 
 
 class IdDeJob:
@@ -29,6 +29,14 @@ urlpatterns = [
         views.ResultadoCsv.as_view(),
         name="resultado_csv",
     ),
+    path("relatorios/webhooks", webhooks.Webhooks.as_view(), name="webhooks"),
+    path("relatorios/webhooks/", webhooks.Webhooks.as_view()),
+    path(
+        "relatorios/webhooks/<job:webhook_id>",
+        webhooks.WebhookDoTenant.as_view(),
+        name="webhook",
+    ),
+    path("relatorios/webhooks/<job:webhook_id>/", webhooks.WebhookDoTenant.as_view()),
     path("relatorios/<slug:tipo>", views.SubmeterRelatorio.as_view(), name="submeter"),
     path("relatorios/<slug:tipo>/", views.SubmeterRelatorio.as_view()),
 ]
