@@ -26,6 +26,8 @@ TRECHO_DO_ERRO = 80
 
 
 class WebhookForm(forms.ModelForm):
+    # A plain field: the rule is notificacoes.validar_url's (https, public).
+    url = forms.CharField(max_length=2000, widget=forms.URLInput(attrs={"size": 80}))
     eventos = forms.MultipleChoiceField(
         choices=Evento.choices, widget=forms.CheckboxSelectMultiple
     )
