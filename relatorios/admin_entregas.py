@@ -34,7 +34,9 @@ class WebhookForm(forms.ModelForm):
 
     class Meta:
         model = Webhook
-        fields = ("tenant", "url", "eventos", "ativo")
+        # `url` is the declared field above (the model's URLField would build
+        # a form field of its own, with Django's scheme rules).
+        fields = ("tenant", "eventos", "ativo")
 
     def clean_url(self) -> str:
         try:
@@ -75,7 +77,7 @@ class WebhookAdmin(admin.ModelAdmin):
             return
         criado = notificacoes.registrar_webhook(
             tenant_id=obj.tenant_id,
-            url=obj.url,
+            url=form.cleaned_data["url"],
             eventos=obj.eventos,
             usuario_id=request.user.pk,
         )

@@ -659,3 +659,49 @@ def test_checkbox_do_painel_inscreve_o_gerente(tenant: Tenant) -> None:
     [inscricao] = Inscricao.objects.all()
     assert inscricao.email == "ana@example.com"
     assert "notificar_email" not in inscricao.job.params
+
+
+@pytest.mark.django_db
+def test_admin_cria_webhook_mostra_o_segredo_uma_vez_e_reenvia_entrega(
+    tenant: Tenant, local: None, receptor: Receptor
+) -> None:
+    cliente = Client()
+    cliente.force_login(
+        Usuario.objects.create_superuser("raiz", "", "senha-de-teste-123")
+    )
+
+    criado = cliente.post(
+        "/admin/relatorios/webhook/add/",
+        {
+            "tenant": tenant.pk,
+            "url": receptor.url,
+            "eventos": ["job.falhou"],
+            "ativo": "on",
+        },
+        follow=True,
+    )
+    gancho = Webhook.objects.get()
+    pagina = cliente.get(f"/admin/relatorios/webhook/{gancho.pk}/change/")
+    desativado = cliente.post(
+        f"/admin/relatorios/webhook/{gancho.pk}/change/",
+        {"eventos": ["job.falhou", "job.pronto"]},
+    )
+    assert desativado.status_code == 302
+    assert Webhook.objects.filter(pk=gancho.pk, ativo=False).exists()
+    Webhook.objects.filter(pk=gancho.pk).update(ativo=True)
+    job_id = submeter(tenant)
+    services.marcar_como_falhou(job_id=job_id, motivo="teste")
+    [falha] = Entrega.objects.all()
+    Entrega.objects.filter(pk=falha.pk).update(estado=EstadoEntrega.FALHOU)
+    lista = cliente.get("/admin/relatorios/entrega/?estado=falhou")
+    reenvio = cliente.post(
+        "/admin/relatorios/entrega/",
+        {"action": "reenviar", "_selected_action": [falha.pk]},
+    )
+
+    assert gancho.segredo.startswith("whsec_")
+    assert gancho.segredo in criado.content.decode()
+    assert gancho.segredo not in pagina.content.decode()
+    assert lista.status_code == 200
+    assert reenvio.status_code == 302
+    assert entrega(falha.pk).estado == EstadoEntrega.PENDENTE
