@@ -239,6 +239,39 @@ RELATORIOS_AGENDADOR_S = env_float("RELATORIOS_AGENDADOR_S", 5.0)
 # Worker processes per cluster.
 RELATORIOS_WORKERS = env_int("RELATORIOS_WORKERS", 2)
 
+# --- Notifications (relatorios/notificacoes.py) ---------------------------------
+
+# Absolute base of links in notifications (status URL, job page), e.g.
+# https://relatorios.example.com; empty: paths only.
+RELATORIOS_URL_BASE = env_str("RELATORIOS_URL_BASE", "").rstrip("/")
+# Connect and read timeout of one webhook POST (each, in seconds).
+RELATORIOS_WEBHOOK_TIMEOUT_S = env_float("RELATORIOS_WEBHOOK_TIMEOUT_S", 5.0)
+# Development and tests only: also accept http:// URLs and loopback addresses
+# (127.0.0.1, localhost). Off, webhooks must be https:// to public addresses.
+RELATORIOS_WEBHOOK_PERMITIR_LOCAL = env_bool("RELATORIOS_WEBHOOK_PERMITIR_LOCAL", False)
+# Attempts of one delivery before it is `falhou`; the delay between them is
+# base * 2^(n-1) * [1, 2), capped.
+RELATORIOS_ENTREGA_MAX_TENTATIVAS = env_int("RELATORIOS_ENTREGA_MAX_TENTATIVAS", 8)
+RELATORIOS_ENTREGA_BACKOFF_S = env_float("RELATORIOS_ENTREGA_BACKOFF_S", 30.0)
+RELATORIOS_ENTREGA_BACKOFF_MAX_S = env_float("RELATORIOS_ENTREGA_BACKOFF_MAX_S", 3600.0)
+# Support's addresses, copied on every absence alert (comma-separated).
+RELATORIOS_EMAILS_SUPORTE = env_list("RELATORIOS_EMAILS_SUPORTE", [])
+
+# Django's email: the console by default; SMTP when EMAIL_BACKEND says so.
+EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+# A stuck SMTP server must not hold a worker until the hard stop.
+EMAIL_TIMEOUT = env_int("EMAIL_TIMEOUT", 10)
+# The filebased backend's folder (tests read the messages there).
+EMAIL_FILE_PATH = env_str("EMAIL_FILE_PATH", str(BASE_DIR / "test-output" / "emails"))
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "relatorios@localhost")
+
 # --- django-q2 -----------------------------------------------------------------
 
 # The hard stop kills a worker a little after the report's own SQL timeout, so

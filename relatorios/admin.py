@@ -632,5 +632,6 @@ def curto(intervalo: timedelta) -> str:
     return f"{dias} d {horas % 24} h" if horas % 24 else f"{dias} d"
 
 
-# Schedules, occurrences and alerts: their own module, registered on import.
-from relatorios import admin_agendamentos  # noqa: E402, F401
+# Registered on import, each in its own module: schedules, occurrences and
+# alerts; webhooks and the notification outbox.
+from relatorios import admin_agendamentos, admin_entregas  # noqa: E402, F401

@@ -30,6 +30,10 @@ class PedidoForm(forms.Form):
         required=False,
         help_text="Nenhuma selecionada: todas as lojas.",
     )
+    # About the requester, not the report: never part of params_brutos().
+    notificar_email = forms.BooleanField(
+        label="Avisar por e-mail quando terminar", required=False
+    )
 
     def __init__(
         self,

@@ -32,7 +32,7 @@ from django.db.models.functions import Collate, Now
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
-from relatorios import normalizacao, tipos
+from relatorios import normalizacao, notificacoes, tipos
 from relatorios.consultas import COLUNAS_ESTADO, JobEstado, json_do_banco
 from relatorios.fila import BrokerComAtraso
 from relatorios.models import (
@@ -346,11 +346,15 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
 
     Every job ends here, so it is one statement (one round trip, atomic on its
     own): the fenced update, the ledger's close, the partial results' removal,
-    and whether the tenant has a job waiting for the slot this one frees.
+    the notifications of the end (outbox rows for the tenant's webhooks and
+    the job's email subscribers, if any), and whether the tenant has a job
+    waiting for the slot this one frees. Only when notifications were written
+    does a second transaction follow, with their queue messages (a message
+    lost in between is replaced by `notificacoes.varrer`).
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             WITH job AS (
                 UPDATE relatorio_jobs
                    SET status = 'pronto', resultado = %(resultado)s::jsonb,
@@ -359,8 +363,10 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
                        erro = NULL, erro_detalhe = NULL, enfileirado_em = NULL
                  WHERE id = %(id)s AND status = 'executando' COLLATE "C"
                    AND tentativas = %(numero)s AND iniciado_em = %(iniciado_em)s
-                RETURNING id, tenant_id
-            ), historico AS (
+                RETURNING id, tenant_id, tipo, status, erro, concluido_em
+            ), fim AS (
+                SELECT * FROM job
+            ), {notificacoes.sql_entregas_de_jobs()}, historico AS (
                 UPDATE relatorio_tentativas
                    SET terminado_em = now(), desfecho = 'pronto'
                  WHERE job_id = (SELECT id FROM job)
@@ -371,7 +377,8 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
             SELECT job.tenant_id,
                    EXISTS (SELECT 1 FROM relatorio_jobs w
                             WHERE w.tenant_id = job.tenant_id
-                              AND w.status = 'pendente' AND w.enfileirado_em IS NULL)
+                              AND w.status = 'pendente' AND w.enfileirado_em IS NULL),
+                   ARRAY(SELECT id FROM novas)
               FROM job
             """,
             {
@@ -380,12 +387,16 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
                 "id": tentativa.job_id,
                 "numero": tentativa.numero,
                 "iniciado_em": tentativa.iniciado_em,
+                "url_base": settings.RELATORIOS_URL_BASE,
             },
         )
         linha = cursor.fetchone()
     if linha is None:
         return False
-    tenant_id, ha_espera = linha
+    tenant_id, ha_espera, entregas = linha
+    if entregas:
+        with transaction.atomic():
+            notificacoes.enfileirar(entrega_ids=list(entregas))
     if ha_espera:
         despachar(tenant_id=tenant_id)
     return True
@@ -407,6 +418,7 @@ def falhar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> bool:
         if ganhou:
             _encerrar_tentativa(tentativa, Desfecho.FALHOU, erro)
             _apagar_parciais([tentativa.job_id])
+            notificacoes.registrar_fim_de_jobs(job_ids=[tentativa.job_id])
     if ganhou:
         _despachar_do_job(tentativa.job_id)
     return ganhou
@@ -608,7 +620,9 @@ def _varrer_orfaos(resultado: Varredura) -> None:
             Desfecho.ORFAO,
             "o worker parou de responder",
         )
-        _apagar_parciais([linha[0] for linha in linhas if linha[3] == Status.FALHOU])
+        falhos = [linha[0] for linha in linhas if linha[3] == Status.FALHOU]
+        _apagar_parciais(falhos)
+        notificacoes.registrar_fim_de_jobs(job_ids=falhos)
         for job_id, tenant_id, tipo, status, quando in linhas:
             if status == Status.PENDENTE:
                 _enfileirar(job_id=job_id, tipo=tipo, quando=quando)
@@ -738,6 +752,7 @@ def marcar_como_falhou(*, job_id: int, motivo: str) -> Acao:
         )
         _encerrar_abertas([job_id] if n else [], Desfecho.INTERROMPIDO, motivo)
         _apagar_parciais([job_id] if n else [])
+        notificacoes.registrar_fim_de_jobs(job_ids=[job_id] if n else [])
     if n == 0:
         return Acao(False, "só pendente ou executando pode ser marcado como falhou")
     _despachar_do_job(job_id)

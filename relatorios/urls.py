@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 from django.views.generic import RedirectView
 
-from relatorios import paginas_agendamentos, views
+from relatorios import paginas_agendamentos, paginas_webhooks, views
 
 # The `job` path converter (digits; range checked by the lookup) is the API's.
 from relatorios.api import urls as _api_urls  # noqa: F401
@@ -24,6 +24,12 @@ urlpatterns = [
     path("painel/jobs/<job:job_id>/", views.pagina_do_job, name="pagina_do_job"),
     path("painel/jobs/<job:job_id>/estado/", views.estado_do_job, name="estado_do_job"),
     path("painel/jobs/<job:job_id>/repetir/", views.repetir, name="repetir"),
+    path("painel/webhooks/", paginas_webhooks.webhooks, name="webhooks_do_painel"),
+    path(
+        "painel/webhooks/<job:webhook_id>/remover/",
+        paginas_webhooks.remover,
+        name="remover_webhook",
+    ),
 ]
 
 urlpatterns += [

@@ -23,7 +23,14 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from relatorios import apresentacao, consultas, normalizacao, services, tipos
+from relatorios import (
+    apresentacao,
+    consultas,
+    normalizacao,
+    notificacoes,
+    services,
+    tipos,
+)
 from relatorios.api.views import RETRY_AFTER_S
 from relatorios.forms import PedidoForm
 from relatorios.models import RelatorioJob, Status
@@ -104,12 +111,18 @@ def solicitar(request: HttpRequest, tipo: str) -> HttpResponse:
     if not form.is_valid():
         return _painel(request, com_erro=form, status=400)
     try:
+        email = notificacoes.email_para_notificar(
+            valor=form.cleaned_data["notificar_email"],
+            email_do_usuario=getattr(request.user, "email", None),
+        )
         submissao = services.submeter(
             tenant_id=_tenant_id(request),
             tipo=tipo,
             params_brutos=form.params_brutos(),
             usuario_id=request.user.pk,
         )
+        if email is not None and submissao.job.status in ATIVOS:
+            notificacoes.inscrever(job_id=submissao.job.id, email=email)
     except normalizacao.ErroDeParametro as erro:
         form.add_error(erro.campo if erro.campo in form.fields else None, erro.mensagem)
         return _painel(request, com_erro=form, status=400)

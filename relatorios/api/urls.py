@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path, register_converter
 
-from relatorios.api import agendamentos, views
+from relatorios.api import agendamentos, views, webhooks
 
 
 class IdDeJob:
@@ -58,6 +58,14 @@ urlpatterns = [
     ),
     path("relatorios/alertas", agendamentos.Alertas.as_view()),
     path("relatorios/alertas/", agendamentos.Alertas.as_view()),
+    path("relatorios/webhooks", webhooks.Webhooks.as_view(), name="webhooks"),
+    path("relatorios/webhooks/", webhooks.Webhooks.as_view()),
+    path(
+        "relatorios/webhooks/<job:webhook_id>",
+        webhooks.WebhookDoTenant.as_view(),
+        name="webhook",
+    ),
+    path("relatorios/webhooks/<job:webhook_id>/", webhooks.WebhookDoTenant.as_view()),
     path("relatorios/<slug:tipo>", views.SubmeterRelatorio.as_view(), name="submeter"),
     path("relatorios/<slug:tipo>/", views.SubmeterRelatorio.as_view()),
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.http import HttpResponseBase
@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from relatorios import consultas, planilha, services
+from relatorios import consultas, notificacoes, planilha, services
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.api.serializers import (
@@ -25,6 +25,7 @@ from relatorios.api.serializers import (
     JobProntoSerializer,
 )
 from relatorios.models import Status
+from relatorios.models.jobs import ATIVOS
 
 # Seed 000: a client polling a pending job should come back in two seconds.
 RETRY_AFTER_S = "2"
@@ -47,13 +48,16 @@ class SubmeterRelatorio(APIView):
     """POST /relatorios/<tipo>: 202 and a job id, or 200 with a valid result."""
 
     def post(self, request: Request, tipo: str) -> Response:
+        params_brutos, email = _separar_notificacao(request)
         submissao = services.submeter(
             tenant_id=tenant_do_pedido(request),
             tipo=tipo,
-            params_brutos=request.data,
+            params_brutos=params_brutos,
             usuario_id=request.user.pk,
         )
         job = submissao.job
+        if email is not None and job.status in ATIVOS:
+            notificacoes.inscrever(job_id=job.id, email=email)
         cabecalhos = {"Location": local_do_job(job.id)}
         if job.status == Status.PRONTO:
             return Response(JobProntoSerializer(job).data, headers=cabecalhos)
@@ -63,6 +67,20 @@ class SubmeterRelatorio(APIView):
             status=status.HTTP_202_ACCEPTED,
             headers=cabecalhos,
         )
+
+
+def _separar_notificacao(request: Request) -> tuple[Any, str | None]:
+    """`notificar_email` is about the requester, not the report: taken out
+    before normalization, so it is neither a parameter nor part of the chave."""
+    dados = request.data
+    if not isinstance(dados, Mapping) or "notificar_email" not in dados:
+        return dados, None
+    params = {c: v for c, v in dados.items() if c != "notificar_email"}
+    email = notificacoes.email_para_notificar(
+        valor=dados["notificar_email"],
+        email_do_usuario=getattr(request.user, "email", None),
+    )
+    return params, email
 
 
 # The token first: its WWW-Authenticate header is the one a 401 carries. The

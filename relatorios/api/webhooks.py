@@ -1,0 +1,92 @@
+"""The webhooks API: a tenant's endpoints for events (thin over `notificacoes`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from relatorios import consultas, notificacoes
+from relatorios.api.permissoes import tenant_do_pedido
+from relatorios.models import Webhook
+from relatorios.normalizacao import ErroDeParametro
+
+CAMPOS_DE_ENTRADA = ("url", "eventos")
+
+
+class WebhookSerializer(serializers.ModelSerializer):
+    """A webhook as listed: never its secret."""
+
+    class Meta:
+        model = Webhook
+        fields: tuple[str, ...] = ("id", "url", "eventos", "ativo", "criado_em")
+
+
+class WebhookCriadoSerializer(WebhookSerializer):
+    """The creation's answer: the only time the secret is shown."""
+
+    class Meta(WebhookSerializer.Meta):
+        fields = (*WebhookSerializer.Meta.fields, "segredo")
+
+
+class Webhooks(APIView):
+    """GET /relatorios/webhooks: the tenant's webhooks; POST: register one."""
+
+    def get(self, request: Request) -> Response:
+        webhooks = Webhook.objects.filter(tenant_id=tenant_do_pedido(request))
+        return Response(WebhookSerializer(webhooks, many=True).data)
+
+    def post(self, request: Request) -> Response:
+        dados = _objeto(request.data)
+        webhook = notificacoes.registrar_webhook(
+            tenant_id=tenant_do_pedido(request),
+            url=dados.get("url"),
+            eventos=dados.get("eventos"),
+            usuario_id=request.user.pk,
+        )
+        return Response(
+            WebhookCriadoSerializer(webhook).data,
+            status=status.HTTP_201_CREATED,
+            headers={"Location": f"/relatorios/webhooks/{webhook.pk}"},
+        )
+
+
+class WebhookDoTenant(APIView):
+    """GET/DELETE /relatorios/webhooks/<id>; another tenant's is a 404."""
+
+    def get(self, request: Request, webhook_id: int) -> Response:
+        webhook = webhook_do_tenant(
+            tenant_id=tenant_do_pedido(request), webhook_id=webhook_id
+        )
+        return Response(WebhookSerializer(webhook).data)
+
+    def delete(self, request: Request, webhook_id: int) -> Response:
+        tenant_id = tenant_do_pedido(request)
+        webhook = webhook_do_tenant(tenant_id=tenant_id, webhook_id=webhook_id)
+        if not notificacoes.remover_webhook(tenant_id=tenant_id, webhook_id=webhook.pk):
+            raise Http404  # removed by a concurrent request
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+def webhook_do_tenant(*, tenant_id: int, webhook_id: int) -> Webhook:
+    """The one tenant-scoped read: another tenant's webhook is a 404, never a 403."""
+    if webhook_id > consultas.ID_MAXIMO:
+        raise Http404
+    return get_object_or_404(Webhook, pk=webhook_id, tenant_id=tenant_id)
+
+
+def _objeto(dados: Any) -> Mapping[str, Any]:
+    if not isinstance(dados, Mapping):
+        raise ErroDeParametro("corpo", "deve ser um objeto JSON")
+    desconhecidos = sorted(str(c) for c in dados if c not in CAMPOS_DE_ENTRADA)
+    if desconhecidos:
+        raise ErroDeParametro(
+            desconhecidos[0], f"campo desconhecido: {', '.join(desconhecidos)}"
+        )
+    return dados
