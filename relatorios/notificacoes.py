@@ -339,7 +339,10 @@ def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
         # One statement for all destinations; ON CONFLICT makes a second call
         # (a retried transaction, a second checker) write nothing.
         valores = ", ".join(
-            ["(%s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s)"] * len(linhas)
+            # Typed: a VALUES list whose webhook_id is NULL in every row (an
+            # email-only alert) would otherwise be text.
+            ["(%s, %s::bigint, %s, %s, %s::bigint, %s::jsonb, %s::jsonb, %s::bigint)"]
+            * len(linhas)
         )
         parametros: list[Any] = []
         corpo = json.dumps(payload)

@@ -11,6 +11,7 @@ from relatorios import agendamentos, alertas, normalizacao, services
 from relatorios.models import (
     Agendamento,
     Alerta,
+    Entrega,
     EstadoOcorrencia,
     Ocorrencia,
     RelatorioJob,
@@ -432,3 +433,17 @@ def test_pronto_depois_do_prazo_abre_e_fecha_o_alerta(tenant) -> None:
     alerta = Alerta.objects.get()
     assert "depois do prazo" in alerta.motivo
     assert not alerta.aberto
+
+
+def test_alerta_sem_webhooks_gera_um_email_para_destinatarios_e_suporte(
+    tenant, settings
+) -> None:
+    settings.RELATORIOS_EMAILS_SUPORTE = ["suporte@relatorios.com"]
+    agendamento = criar(tenant, destinatarios=["contab@rede.com"])
+    agora = agendamento.proximo_disparo + timedelta(hours=4)
+    alertas.verificar(agora=agora)
+    alertas.verificar(agora=agora + timedelta(minutes=1))
+    entrega = Entrega.objects.get()
+    assert (entrega.canal, entrega.evento) == ("email", "alerta.aberto")
+    assert entrega.destinatarios == ["contab@rede.com", "suporte@relatorios.com"]
+    assert entrega.alerta_id == Alerta.objects.get().pk
