@@ -630,3 +630,7 @@ def curto(intervalo: timedelta) -> str:
     if dias == 0:
         return f"{horas} h {minutos % 60} min" if minutos % 60 else f"{horas} h"
     return f"{dias} d {horas % 24} h" if horas % 24 else f"{dias} d"
+
+
+# The clusters' list lives in its own module; importing it registers it.
+from relatorios import admin_clusters  # noqa: E402, F401

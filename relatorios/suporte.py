@@ -1,6 +1,6 @@
 """The "Suporte" group: exactly what support staff need in the admin.
 
-They look at jobs and tenants and run the jobs' actions (reexecutar, marcar
+They look at jobs, tenants and clusters and run the jobs' actions (reexecutar, marcar
 como falhou, expirar resultado: `operar_relatoriojob`). They never edit a job's
 params or result, delete anything, or see users and tokens.
 
@@ -24,6 +24,7 @@ PERMISSOES_DO_SUPORTE = (
     ("relatorios", "view_relatoriojob"),
     ("relatorios", "operar_relatoriojob"),
     ("relatorios", "view_tenant"),
+    ("relatorios", "view_cluster"),
 )
 
 
