@@ -123,7 +123,7 @@ def test_cluster_morto_com_kill_9_devolve_as_mensagens_que_segurava(
 ) -> None:
     # One worker, queue_limit 1: one job runs, one waits in the task queue and
     # one in the pusher's hands, blocked on the full queue.
-    primeiro = cluster(RELATORIOS_WORKERS="1", RELATORIOS_TESTE_PAUSA_S="120")
+    primeiro = cluster(RELATORIOS_WORKERS="1", RELATORIOS_TESTE_PAUSA_S="30")
     morto = linha_do_cluster(primeiro)
     jobs = [submeter(tenant, mes) for mes in (1, 2, 3)]
     chave_do_morto = chave_do_cluster(fila=Conf.CLUSTER_NAME, cluster_id=morto.pk)
@@ -140,6 +140,13 @@ def test_cluster_morto_com_kill_9_devolve_as_mensagens_que_segurava(
 
     primeiro.sinal(signal.SIGKILL)
     morte = agora_do_banco()
+    # A killed host's sessions die with it; here PostgreSQL would only notice
+    # when the dead worker's pg_sleep ends (and the test database stays busy).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep%%'"
+        )
     helpers.esperar(
         lambda: (
             not RelatorioJob.objects.filter(pk__in=jobs)
