@@ -96,6 +96,7 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "view_relatoriojob"),
         ("relatorios", "operar_relatoriojob"),
         ("relatorios", "view_tenant"),
+        ("relatorios", "view_cluster"),
     }
 
 
@@ -103,7 +104,7 @@ def test_criar_grupo_e_idempotente_e_repoe_as_permissoes(db: None) -> None:
     grupo = suporte.criar_grupo_suporte()
     grupo.permissions.clear()
     suporte.criar_grupo_suporte()
-    assert grupo.permissions.count() == 3
+    assert grupo.permissions.count() == len(suporte.PERMISSOES_DO_SUPORTE)
     assert Group.objects.filter(name="Suporte").count() == 1
 
 

@@ -20,7 +20,7 @@ from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
-from relatorios import clusters, services
+from relatorios import admin_clusters, clusters, services, suporte
 from relatorios.fila import chave_do_cluster
 from relatorios.models import Cluster, RelatorioJob, RelatorioTentativa, Status, Tenant
 from tests import helpers
@@ -273,6 +273,32 @@ def test_mensagens_do_morto_voltam_so_quando_sao_o_unico_caminho_do_job(
             (do_vivo, chave_do_vivo, False),  # a live cluster's: untouched
         ]
     )
+
+
+def test_suporte_ve_a_lista_de_clusters_sem_mudar_nada(tenant: Tenant) -> None:
+    vivo = clusters.registrar(host="maquina-a", pid=11, versao="0.1.0")
+    encerrado = clusters.registrar(host="maquina-b", pid=12, versao="0.1.0")
+    clusters.encerrar(cluster_id=encerrado)
+    morto = clusters.registrar(host="maquina-c", pid=13, versao="0.0.9")
+    Cluster.objects.filter(pk=morto).update(
+        batimento_em=timezone.now() - timedelta(seconds=60)
+    )
+    clusters.declarar_mortos()
+    usuario = helpers.criar_usuario(None, is_staff=True)[0]
+    usuario.groups.add(suporte.criar_grupo_suporte())
+    cliente = Client()
+    cliente.force_login(usuario)
+
+    resposta = cliente.get("/admin/relatorios/cluster/")
+    assert resposta.status_code == 200
+    estados = {
+        c.pk: admin_clusters.estado(c) for c in resposta.context["cl"].result_list
+    }
+    assert estados == {vivo: "vivo", encerrado: "encerrado", morto: "morto"}
+    assert cliente.get(f"/admin/relatorios/cluster/{vivo}/change/").status_code == 200
+    for proibido in ("add/", f"{vivo}/delete/"):
+        url = f"/admin/relatorios/cluster/{proibido}"
+        assert cliente.get(url).status_code == 403, url
 
 
 def test_readyz_exige_o_verificador_so_quando_configurado(
