@@ -338,7 +338,11 @@ def test_readyz_falha_sem_cluster_e_passa_com_um_healthz_responde(
     }
 
     processo = cluster()
-    status, corpo = http_json(f"{servidor}/readyz")
+    status, corpo = helpers.esperar(
+        lambda: (r := http_json(f"{servidor}/readyz"))[0] == 200 and r,
+        timeout=RAPIDO["RELATORIOS_CLUSTER_BATIMENTO_S"] + FOLGA_S + 5,
+        descricao="readyz passar com o cluster batendo",
+    )
     assert status == 200
     assert corpo["status"] == "ok"
     assert corpo["clusters_vivos"] == 1

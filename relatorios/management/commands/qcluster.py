@@ -216,7 +216,11 @@ class BatimentoDoCluster(threading.Thread):
 
     def run(self) -> None:
         try:
-            while not self._parar.wait(settings.RELATORIOS_CLUSTER_BATIMENTO_S):
+            # At once first: the row's beat dates from before the fork, and
+            # starting the cluster's processes can take seconds.
+            intervalo = 0.0
+            while not self._parar.wait(intervalo):
+                intervalo = settings.RELATORIOS_CLUSTER_BATIMENTO_S
                 try:
                     self._bater()
                 except Exception:
