@@ -238,6 +238,15 @@ RELATORIOS_AGENDADOR_S = env_float("RELATORIOS_AGENDADOR_S", 5.0)
 
 # Worker processes per cluster.
 RELATORIOS_WORKERS = env_int("RELATORIOS_WORKERS", 2)
+# How often a cluster proves it is alive (relatorio_clusters.batimento_em), from
+# a thread of its main process; well below RELATORIOS_ORFAO_APOS_S, after which
+# a silent cluster is declared dead and its queue messages are handed back.
+RELATORIOS_CLUSTER_BATIMENTO_S = env_float("RELATORIOS_CLUSTER_BATIMENTO_S", 10.0)
+# /readyz fails when no cluster's checker (alertas.verificar) ran within this
+# many seconds; 0 only reports the age (no checker is wired in yet).
+RELATORIOS_VERIFICADOR_MAX_S = env_float("RELATORIOS_VERIFICADOR_MAX_S", 0.0)
+# The version a cluster records (relatorio_clusters.versao); empty: pyproject's.
+RELATORIOS_VERSAO = env_str("RELATORIOS_VERSAO", "")
 
 # --- Notifications (relatorios/notificacoes.py) ---------------------------------
 

@@ -3,8 +3,13 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from relatorios import saude
+
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # For an external monitor: no auth, outside /relatorios/ (relatorios/saude.py).
+    path("healthz", saude.healthz, name="healthz"),
+    path("readyz", saude.readyz, name="readyz"),
     path("", include("relatorios.api.urls")),
     path("", include("relatorios.urls")),
 ]

@@ -633,5 +633,9 @@ def curto(intervalo: timedelta) -> str:
 
 
 # Registered on import, each in its own module: schedules, occurrences and
-# alerts; webhooks and the notification outbox.
-from relatorios import admin_agendamentos, admin_entregas  # noqa: E402, F401
+# alerts; webhooks and the notification outbox; the clusters' list.
+from relatorios import (  # noqa: E402, F401
+    admin_agendamentos,
+    admin_clusters,
+    admin_entregas,
+)

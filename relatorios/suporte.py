@@ -1,6 +1,6 @@
 """The "Suporte" group: exactly what support staff need in the admin.
 
-They look at jobs and tenants and run the jobs' actions (reexecutar, marcar
+They look at jobs, tenants and clusters and run the jobs' actions (reexecutar, marcar
 como falhou, expirar resultado: `operar_relatoriojob`). They look after the
 schedules (create, pause, resume, run now, delete: `add_`/`change_agendamento`;
 schedules are never edited field by field), their occurrences and alerts, and
@@ -34,6 +34,8 @@ PERMISSOES_DO_SUPORTE = (
     ("relatorios", "view_ocorrencia"),
     ("relatorios", "view_alerta"),
     ("relatorios", "fechar_alerta"),
+    # Which clusters are alive (read-only list).
+    ("relatorios", "view_cluster"),
 )
 
 

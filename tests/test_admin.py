@@ -103,6 +103,8 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "view_ocorrencia"),
         ("relatorios", "view_alerta"),
         ("relatorios", "fechar_alerta"),
+        # 0010_suporte_ve_clusters.
+        ("relatorios", "view_cluster"),
     }
 
 

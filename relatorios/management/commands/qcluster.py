@@ -10,6 +10,14 @@ so no deployment can run a cluster without them:
 - a graceful stop: on SIGTERM/SIGINT the workers take no new job (SIGUSR2),
   running jobs get RELATORIOS_DESLIGAMENTO_S to finish, then are handed back
   to pendente at once (SIGUSR1) instead of waiting for the orphan timeout.
+- liveness (`relatorios.clusters`): the cluster registers a row before it
+  forks, beats in it from a thread every RELATORIOS_CLUSTER_BATIMENTO_S,
+  declares dead the clusters that stopped beating (handing back the queue
+  messages they held) and marks its row encerrado after a graceful stop.
+
+The periodic work is a list of `Rotina`s (`Supervisor.rotinas`): adding one is
+one line there; each runs on its own interval and a failure of one is logged
+without delaying the others.
 """
 
 from __future__ import annotations
@@ -18,8 +26,11 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -28,13 +39,13 @@ from django import db
 from django.conf import settings
 from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
-from relatorios import services
+from relatorios import clusters, fila, services
 
 logger = logging.getLogger(__name__)
 
 
 class Command(QclusterDoDjangoQ):
-    help = "Starts a django-q2 cluster with the orphan sweep and a graceful stop."
+    help = "Starts a django-q2 cluster with the sweeps, liveness and a graceful stop."
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options.get("run_once"):
@@ -49,37 +60,98 @@ class Command(QclusterDoDjangoQ):
         # ignore them; the workers install their own handlers (execucao).
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+        # Registered before forking: the pusher names the messages it takes
+        # with this id from its very first dequeue (relatorios/fila.py).
+        cluster_id = clusters.registrar(**identidade())
+        fila.definir_cluster(cluster_id=cluster_id)
         db.connections.close_all()
         cluster = Cluster()
         # Replaces the handlers Cluster() just installed: django-q2's calls
         # Event.set() from the handler, which hangs forever when the sentinel
         # was killed by the same signal (a SIGTERM to the whole group).
-        supervisor = Supervisor(cluster)
+        supervisor = Supervisor(cluster, cluster_id=cluster_id)
         try:
             cluster.start()
         except RuntimeError:
+            supervisor.encerrar()
             if supervisor.parando_desde is None:
                 raise
             return  # stopped while starting: the sentinel is gone already
+        # Only now: a thread's open connection must not be inherited by a fork.
+        supervisor.batimento.start()
         supervisor.rodar()
 
 
-class Supervisor:
-    """The main process's loop: sweep while running, stop gracefully on a signal."""
+def identidade() -> dict[str, Any]:
+    """host, pid and version, as a cluster registers them."""
+    return {
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "versao": clusters.versao_do_projeto(),
+    }
 
-    def __init__(self, cluster: Any) -> None:
+
+@dataclass
+class Rotina:
+    """A piece of periodic work of the supervisor."""
+
+    nome: str
+    intervalo_s: float
+    executar: Callable[[], object]
+    proxima: float = 0.0  # time.monotonic() of the next run; 0: at once
+
+
+class Supervisor:
+    """The main process's loop: periodic routines while running, stop
+    gracefully on a signal. `cluster_id` (this cluster's relatorio_clusters
+    row) can change: a cluster declared dead by a peer registers again."""
+
+    def __init__(self, cluster: Any, *, cluster_id: int) -> None:
         self.cluster = cluster
+        self.cluster_id = cluster_id
         self.parando_desde: float | None = None
         self.parada_pedida = False
         self.devolvidos = False
+        self.batimento = BatimentoDoCluster(self)
+        self.rotinas = self._rotinas()
         signal.signal(signal.SIGTERM, self._ao_sinal)
         signal.signal(signal.SIGINT, self._ao_sinal)
 
+    def _rotinas(self) -> list[Rotina]:
+        # One line per routine. Dead clusters first: their prefetched messages
+        # become visible before the sweep looks for lost ones.
+        varredura = settings.RELATORIOS_VARREDURA_S
+        return [
+            Rotina("clusters mortos", varredura, clusters.declarar_mortos),
+            Rotina("varredura", varredura, services.varrer),
+        ]
+
     def rodar(self) -> None:
         logger.info(
-            "supervisor pronto", extra={"varredura_s": settings.RELATORIOS_VARREDURA_S}
+            "supervisor pronto",
+            extra={
+                "varredura_s": settings.RELATORIOS_VARREDURA_S,
+                "cluster_id": self.cluster_id,
+            },
         )
-        proxima_varredura = 0.0
+        try:
+            self._laco()
+        finally:
+            self.encerrar()
+
+    def encerrar(self) -> None:
+        """Stop beating and mark the row encerrado (every child has exited)."""
+        self.batimento.encerrar()
+        try:
+            db.close_old_connections()
+            clusters.encerrar(cluster_id=self.cluster_id)
+        except Exception:
+            # Not fatal: the peers declare this cluster dead after the orphan
+            # timeout and hand back what it held.
+            logger.exception("encerramento do cluster falhou")
+        db.connections.close_all()
+
+    def _laco(self) -> None:
         while self.cluster.sentinel.is_alive():
             agora = time.monotonic()
             if self.parando_desde is not None and not self.parada_pedida:
@@ -90,9 +162,8 @@ class Supervisor:
                     target=self.cluster.stop_event.set, daemon=True
                 ).start()
                 self.parada_pedida = True
-            if self.parando_desde is None and agora >= proxima_varredura:
-                self._varrer()
-                proxima_varredura = agora + settings.RELATORIOS_VARREDURA_S
+            if self.parando_desde is None:
+                self._executar_rotinas(agora)
             if (
                 self.parando_desde is not None
                 and not self.devolvidos
@@ -103,16 +174,22 @@ class Supervisor:
                 self.devolvidos = True
             time.sleep(0.2)
         self.cluster.sentinel.join()
-        db.connections.close_all()
 
-    def _varrer(self) -> None:
-        try:
-            db.close_old_connections()
-            services.varrer()
-        except Exception:
-            # A sweep that fails (database away) is simply tried again.
-            logger.exception("varredura falhou")
-            db.connections.close_all()
+    def _executar_rotinas(self, agora: float) -> None:
+        for rotina in self.rotinas:
+            if agora < rotina.proxima:
+                continue
+            # From the start of this run: a slow routine does not drift, and
+            # one that overran runs again at the next turn of the loop.
+            rotina.proxima = agora + rotina.intervalo_s
+            try:
+                db.close_old_connections()
+                rotina.executar()
+            except Exception:
+                # A routine that fails (database away) is simply tried again
+                # next time; the others run meanwhile.
+                logger.exception("rotina falhou", extra={"rotina": rotina.nome})
+                db.connections.close_all()
 
     def _ao_sinal(self, signum: int, frame: FrameType | None) -> None:
         if self.parando_desde is not None:
@@ -120,6 +197,56 @@ class Supervisor:
         self.parando_desde = time.monotonic()
         logger.info("cluster parando", extra={"sinal": signum})
         sinalizar_descendentes(signal.SIGUSR2)
+
+
+class BatimentoDoCluster(threading.Thread):
+    """Beats in relatorio_clusters on its own connection.
+
+    A thread, not a routine: a routine that runs long (a slow sweep, a webhook
+    delivery) must not look like a dead cluster. If the row was declared dead
+    meanwhile (this process was frozen or cut off for longer than the orphan
+    timeout), its messages were handed back: the cluster registers again and
+    its pusher names new takes with the new id.
+    """
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        super().__init__(name="batimento-do-cluster", daemon=True)
+        self.supervisor = supervisor
+        self._parar = threading.Event()
+
+    def run(self) -> None:
+        try:
+            # At once first: the row's beat dates from before the fork, and
+            # starting the cluster's processes can take seconds.
+            intervalo = 0.0
+            while not self._parar.wait(intervalo):
+                intervalo = settings.RELATORIOS_CLUSTER_BATIMENTO_S
+                try:
+                    self._bater()
+                except Exception:
+                    # Retried on the next beat; if the database stays away,
+                    # the peers decide.
+                    logger.warning("batimento do cluster falhou", exc_info=True)
+                    db.connections.close_all()
+        finally:
+            db.connections.close_all()
+
+    def _bater(self) -> None:
+        anterior = self.supervisor.cluster_id
+        if clusters.bater(cluster_id=anterior):
+            return
+        novo = clusters.registrar(**identidade())
+        fila.definir_cluster(cluster_id=novo)
+        self.supervisor.cluster_id = novo
+        logger.warning(
+            "cluster declarado morto por outro: registrado de novo",
+            extra={"cluster_id": novo, "cluster_anterior": anterior},
+        )
+
+    def encerrar(self) -> None:
+        self._parar.set()
+        if self.is_alive():
+            self.join(timeout=10)
 
 
 def sinalizar_descendentes(sinal: int) -> None:
