@@ -242,9 +242,10 @@ RELATORIOS_WORKERS = env_int("RELATORIOS_WORKERS", 2)
 # a thread of its main process; well below RELATORIOS_ORFAO_APOS_S, after which
 # a silent cluster is declared dead and its queue messages are handed back.
 RELATORIOS_CLUSTER_BATIMENTO_S = env_float("RELATORIOS_CLUSTER_BATIMENTO_S", 10.0)
-# /readyz fails when no cluster's checker (alertas.verificar) ran within this
-# many seconds; 0 only reports the age (no checker is wired in yet).
-RELATORIOS_VERIFICADOR_MAX_S = env_float("RELATORIOS_VERIFICADOR_MAX_S", 0.0)
+# /readyz fails when no cluster's checker (alertas.verificar, every
+# RELATORIOS_AGENDADOR_S in every cluster) ran within this many seconds; 0
+# only reports the age.
+RELATORIOS_VERIFICADOR_MAX_S = env_float("RELATORIOS_VERIFICADOR_MAX_S", 60.0)
 # The version a cluster records (relatorio_clusters.versao); empty: pyproject's.
 RELATORIOS_VERSAO = env_str("RELATORIOS_VERSAO", "")
 

@@ -21,7 +21,7 @@ from django.db import connection
 RAIZ = Path(__file__).resolve().parent.parent
 TIPOS_DE_TESTE = ",".join(
     f"tests.tipos_de_teste.{nome}"
-    for nome in ("Quebrado", "Lento", "Contado", "Dorminhoco")
+    for nome in ("Quebrado", "Lento", "Contado", "Dorminhoco", "Fechamento")
 )
 
 

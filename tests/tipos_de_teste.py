@@ -143,3 +143,41 @@ class Dorminhoco(TimeoutDeTeste):
         self, params: Mapping[str, Any], parciais: Sequence[Parcial]
     ) -> dict[str, Any]:
         return {}
+
+
+class Fechamento(TipoRelatorio):
+    """The monthly close of seed 004's story: it fails on bad data (a store
+    without a name) until support fixes the data and runs it again."""
+
+    tipo = "teste_fechamento"
+    titulo = "Fechamento"
+
+    def partes(
+        self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
+    ) -> list[Parte]:
+        return [{"unica": True}]
+
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        cursor.execute(
+            "SELECT codigo FROM erp_lojas WHERE tenant_id = %s AND nome = ''"
+            " ORDER BY codigo",
+            [ctx.tenant_id],
+        )
+        sem_nome = [codigo for (codigo,) in cursor.fetchall()]
+        if sem_nome:
+            raise ValueError(f"loja sem nome: {', '.join(sem_nome)}")
+        cursor.execute(
+            "SELECT count(*) FROM erp_lojas WHERE tenant_id = %s", [ctx.tenant_id]
+        )
+        return {"lojas": cursor.fetchone()[0]}
+
+    def combinar(
+        self, params: Mapping[str, Any], parciais: Sequence[Parcial]
+    ) -> dict[str, Any]:
+        return {"lojas": sum(p["lojas"] for p in parciais)}

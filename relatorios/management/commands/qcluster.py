@@ -10,6 +10,9 @@ so no deployment can run a cluster without them:
 - a graceful stop: on SIGTERM/SIGINT the workers take no new job (SIGUSR2),
   running jobs get RELATORIOS_DESLIGAMENTO_S to finish, then are handed back
   to pendente at once (SIGUSR1) instead of waiting for the orphan timeout.
+- the schedules' firing (`agendamentos.disparar`) and the absence checker
+  (`alertas.verificar`) every RELATORIOS_AGENDADOR_S, and the notification
+  outbox's sweep (`notificacoes.varrer`);
 - liveness (`relatorios.clusters`): the cluster registers a row before it
   forks, beats in it from a thread every RELATORIOS_CLUSTER_BATIMENTO_S,
   declares dead the clusters that stopped beating (handing back the queue
@@ -39,7 +42,7 @@ from django import db
 from django.conf import settings
 from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
-from relatorios import clusters, fila, services
+from relatorios import agendamentos, alertas, clusters, fila, notificacoes, services
 
 logger = logging.getLogger(__name__)
 
@@ -120,11 +123,23 @@ class Supervisor:
     def _rotinas(self) -> list[Rotina]:
         # One line per routine. Dead clusters first: their prefetched messages
         # become visible before the sweep looks for lost ones.
+        # The firing before the checker: a due occurrence is fired, not
+        # recorded as unfired.
         varredura = settings.RELATORIOS_VARREDURA_S
+        agendador = settings.RELATORIOS_AGENDADOR_S
         return [
             Rotina("clusters mortos", varredura, clusters.declarar_mortos),
             Rotina("varredura", varredura, services.varrer),
+            Rotina("agendador", agendador, agendamentos.disparar),
+            Rotina("verificador", agendador, self._verificar),
+            Rotina("entregas", varredura, notificacoes.varrer),
         ]
+
+    def _verificar(self) -> None:
+        alertas.verificar()
+        # Stamped after a pass that completed: /readyz reads a checker that
+        # keeps failing as a silent one.
+        clusters.marcar_verificador(cluster_id=self.cluster_id)
 
     def rodar(self) -> None:
         logger.info(
