@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -291,8 +292,9 @@ def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
             """
             SELECT a.tenant_id, a.motivo, a.aberto_em, a.fechado_em,
                    g.id, g.nome, g.tipo, g.destinatarios,
-                   o.planejado_para, o.prazo_em, j.id, j.status
+                   o.planejado_para, o.prazo_em, j.id, j.status, t.fuso_horario
               FROM relatorio_alertas a
+              JOIN tenants t ON t.id = a.tenant_id
               JOIN relatorio_ocorrencias o ON o.id = a.ocorrencia_id
               JOIN relatorio_agendamentos g ON g.id = o.agendamento_id
               LEFT JOIN relatorio_jobs j ON j.id = o.job_id
@@ -305,7 +307,7 @@ def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
         raise ValueError(f"alert {alerta_id} does not exist")
     (tenant_id, motivo, aberto_em, fechado_em, agendamento_id, nome, tipo) = linha[:7]
     destinatarios = json_do_banco(linha[7]) or []
-    planejado_para, prazo_em, job_id, job_status = linha[8:]
+    planejado_para, prazo_em, job_id, job_status, fuso = linha[8:]
     instante = fechado_em if evento == Evento.ALERTA_FECHADO else aberto_em
     payload = {
         "type": evento,
@@ -320,6 +322,8 @@ def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
             "aberto_em": _iso(aberto_em),
             "fechado_em": _iso(fechado_em) if fechado_em else None,
             "job": {"id": job_id, "status": job_status} if job_id else None,
+            # The tenant's zone: the schedule's cron and deadline are on it.
+            "fuso_horario": fuso,
         },
     }
     base = f"alerta-{alerta_id}-{evento.split('.')[1]}"
@@ -692,12 +696,13 @@ def mensagem_de_email(payload: Mapping[str, Any]) -> tuple[str, str]:
         )
     agendamento = dados["agendamento"]
     nome = agendamento.get("nome") or f"agendamento {agendamento['id']}"
+    fuso = dados.get("fuso_horario") or "UTC"
     if evento == Evento.ALERTA_ABERTO:
         return (
             f"Alerta: o relatório agendado {nome} não ficou pronto no prazo",
             f"O relatório agendado {nome} ({_titulo(dados['tipo'])}), planejado "
-            f"para {_legivel(dados['planejado_para'])}, não ficou pronto até "
-            f"{_legivel(dados['prazo_em'])}.\n\nMotivo: {dados['motivo']}\n",
+            f"para {_legivel(dados['planejado_para'], fuso)}, não ficou pronto até "
+            f"{_legivel(dados['prazo_em'], fuso)}.\n\nMotivo: {dados['motivo']}\n",
         )
     return (
         f"Alerta encerrado: {nome}",
@@ -869,10 +874,10 @@ def _iso(instante: datetime) -> str:
     return instante.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _legivel(iso: str) -> str:
-    # Emails show UTC: the reader's zone is unknown here.
-    instante = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ")
-    return instante.strftime("%d/%m/%Y %H:%M (UTC)")
+def _legivel(iso: str, fuso: str) -> str:
+    # On the tenant's clock, as the schedule's cron and deadline are.
+    instante = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return f"{instante.astimezone(ZoneInfo(fuso)):%d/%m/%Y %H:%M} ({fuso})"
 
 
 def _titulo(tipo: str) -> str:

@@ -7,11 +7,12 @@ Cron expressions here carry a seconds field (RELATORIOS_CRON_SEGUNDOS), so a
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
-from email import message_from_bytes
+from email import message_from_bytes, policy
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -207,7 +208,9 @@ def emails(pasta: Path) -> list[Any]:
         # The filebased backend writes each message followed by a line of dashes.
         for bloco in arquivo.read_bytes().split(b"-" * 79):
             if bloco.strip():
-                mensagens.append(message_from_bytes(bloco.strip()))
+                mensagens.append(
+                    message_from_bytes(bloco.strip(), policy=policy.default)
+                )
     return mensagens
 
 
@@ -215,6 +218,7 @@ def test_fechamento_mensal_falha_alerta_e_fecha_depois_da_correcao(
     cluster, ajustes, recebedor, pasta_saida
 ) -> None:
     caixa = pasta_saida / "emails"
+    shutil.rmtree(caixa, ignore_errors=True)  # a previous run's messages
     ajustes(
         RELATORIOS_WEBHOOK_PERMITIR_LOCAL=1,
         RELATORIOS_ENTREGA_BACKOFF_S=0.2,
@@ -264,6 +268,10 @@ def test_fechamento_mensal_falha_alerta_e_fecha_depois_da_correcao(
     )
     assert "suporte@relatorios.com" in para_o_alerta[0]["To"]
     assert "Fechamento mensal" in para_o_alerta[0]["Subject"]
+    local = ocorrencia.planejado_para.astimezone(SP)
+    assert f"{local:%d/%m/%Y %H:%M} (America/Sao_Paulo)" in str(
+        para_o_alerta[0].get_content()
+    )
 
     # Support fixes the data and re-runs the job from the admin.
     lojas[1].nome = "Loja Norte"
