@@ -103,9 +103,8 @@ def test_grupo_suporte_tem_exatamente_as_permissoes_de_agendamento(
         "view_alerta",
         "fechar_alerta",
     }
-    assert codigos - {"view_relatoriojob", "operar_relatoriojob", "view_tenant"} == (
-        novas
-    )
+    outras = {"view_relatoriojob", "operar_relatoriojob", "view_tenant", "view_cluster"}
+    assert codigos - outras == novas
     assert set(suporte.PERMISSOES_DO_SUPORTE) == {("relatorios", c) for c in codigos}
 
 

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from datetime import UTC, date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 import pytest
 from django.db import connection
 
-from relatorios import agendamentos, alertas, normalizacao, services
+from relatorios import agendamentos, alertas, normalizacao, notificacoes, services
 from relatorios.models import (
     Agendamento,
     Alerta,
@@ -397,9 +398,19 @@ def test_reexecutar_ocorrencia_sem_job_liga_o_job_e_o_alerta_fecha(tenant) -> No
 
 
 @pytest.mark.django_db(transaction=True)
-def test_dois_verificadores_ao_mesmo_tempo_abrem_um_alerta() -> None:
+def test_dois_verificadores_ao_mesmo_tempo_abrem_um_alerta(settings) -> None:
+    settings.RELATORIOS_WEBHOOK_PERMITIR_LOCAL = True
     tenant = helpers.criar_tenant()
-    agendamento = criar(tenant, cron="0 3 * * *", periodo="ontem")
+    for porta in (9001, 9002):
+        notificacoes.registrar_webhook(
+            tenant_id=tenant.pk,
+            url=f"http://127.0.0.1:{porta}/ganchos",
+            eventos=["alerta.aberto"],
+            usuario_id=None,
+        )
+    agendamento = criar(
+        tenant, cron="0 3 * * *", periodo="ontem", destinatarios=["a@rede.com"]
+    )
     agora = agendamento.proximo_disparo + timedelta(days=2, hours=4)
     barreira = threading.Barrier(2)
     abertos: list[int] = []
@@ -418,6 +429,11 @@ def test_dois_verificadores_ao_mesmo_tempo_abrem_um_alerta() -> None:
         t.join()
     assert Alerta.objects.count() == 3
     assert sum(abertos) == 3
+    # Per alert: one email, one delivery per subscribed endpoint.
+    por_alerta = Counter(Entrega.objects.values_list("alerta_id", "canal"))
+    assert len(por_alerta) == 6
+    assert set(por_alerta.values()) == {1, 2}
+    assert sum(n for (_, canal), n in por_alerta.items() if canal == "email") == 3
 
 
 def test_pronto_depois_do_prazo_abre_e_fecha_o_alerta(tenant) -> None:

@@ -304,6 +304,7 @@ def test_suporte_ve_a_lista_de_clusters_sem_mudar_nada(tenant: Tenant) -> None:
 def test_readyz_exige_o_verificador_so_quando_configurado(
     client: Client, settings: Any
 ) -> None:
+    settings.RELATORIOS_VERIFICADOR_MAX_S = 0
     cluster_id = clusters.registrar(host="h", pid=1, versao="x")
     assert client.get("/readyz").status_code == 200
 
@@ -334,7 +335,10 @@ def test_readyz_falha_sem_cluster_e_passa_com_um_healthz_responde(
         "cluster_batimento_idade_s": None,
         "verificador_idade_s": None,
         "clusters_vivos": 0,
-        "problemas": ["nenhum cluster bateu nos últimos 4 s"],
+        "problemas": [
+            "nenhum cluster bateu nos últimos 4 s",
+            "o verificador não rodou nos últimos 60 s",
+        ],
     }
 
     processo = cluster()
