@@ -69,6 +69,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Refuses an oversized body from its Content-Length, before anything reads
+    # it (the API's JSON parser reads the stream itself, past Django's limit).
+    "relatorios.api.entrada.LimiteDoCorpo",
     # Serves the collected static files from gunicorn itself (no CDN, no nginx).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -163,6 +166,12 @@ STORAGES = {
     },
 }
 
+# The largest request body accepted (API and pages): a report request or a
+# schedule is well under 1 KiB; above this a request gets 413 before its body
+# is read. Django's own form limit follows it.
+RELATORIOS_CORPO_MAX_BYTES = env_int("RELATORIOS_CORPO_MAX_BYTES", 256 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = RELATORIOS_CORPO_MAX_BYTES
+
 LOGIN_URL = "/entrar/"
 LOGIN_REDIRECT_URL = "/painel/"
 LOGOUT_REDIRECT_URL = "/entrar/"
@@ -178,11 +187,13 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [
         "relatorios.api.permissoes.UsuarioDeTenant",
     ],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Strict UTF-8 JSON, bounded: hostile bodies are 400s (relatorios/api/entrada.py).
+    "DEFAULT_PARSER_CLASSES": ["relatorios.api.entrada.JSONEstrito"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "relatorios.api.erros.tratar_excecao",
     "UNAUTHENTICATED_USER": None,
 }
+
 
 # How long a process trusts a token it has already checked: a deleted token
 # or deactivated user stops working within this many seconds. 0: no cache.

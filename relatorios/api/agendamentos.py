@@ -7,6 +7,7 @@ one query, so another tenant's schedule is a 404, never a 403.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import QuerySet
@@ -130,6 +131,7 @@ class Agendamentos(APIView):
         for obrigatorio in ("tipo", "periodo", "cron", "prazo_minutos"):
             if corpo.get(obrigatorio) is None:
                 raise ErroDeParametro(obrigatorio, "campo obrigatório")
+        _recusar_prazo_fora_de_escala(corpo["prazo_minutos"])
         tipo = corpo["tipo"]
         if not isinstance(tipo, str):
             raise ErroDeParametro("tipo", "deve ser um texto")
@@ -190,6 +192,18 @@ class RetomarAgendamento(APIView):
             agendamento_id=agendamento.pk, tenant_id=agendamento.tenant_id
         )
         return Response(_detalhe(_agendamento(request, agendamento_id)))
+
+
+def _recusar_prazo_fora_de_escala(prazo: Any) -> None:
+    """An integer far outside any deadline would overflow timedelta (a 500 in
+    `agendamentos.criar`); answer it as that function answers a large one."""
+    if not isinstance(prazo, int) or isinstance(prazo, bool):
+        return
+    maximo = agendamentos.PRAZO_MAX // timedelta(minutes=1)
+    if prazo > maximo:
+        raise ErroDeParametro("prazo_minutos", "o prazo não pode passar de 62 dias")
+    if prazo < -maximo:
+        raise ErroDeParametro("prazo_minutos", "o prazo deve ser positivo")
 
 
 class Alertas(APIView):
