@@ -11,6 +11,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from config.arranque import CHAVE_DE_DESENVOLVIMENTO
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -49,7 +51,9 @@ def env_list(nome: str, padrao: list[str]) -> list[str]:
 # --- Django core -------------------------------------------------------------
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "relatorios-dev-only-insecure-key-change-me")
+# With DEBUG off the web and the cluster refuse this default (config/arranque.py):
+# `make` targets and the tests set their own key explicitly.
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", CHAVE_DE_DESENVOLVIMENTO)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 
 INSTALLED_APPS = [
@@ -175,6 +179,26 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = RELATORIOS_CORPO_MAX_BYTES
 LOGIN_URL = "/entrar/"
 LOGIN_REDIRECT_URL = "/painel/"
 LOGOUT_REDIRECT_URL = "/entrar/"
+
+# --- Deployment behind a TLS proxy (README, "Deploy checklist") -----------------
+
+# Off by default so `make run` and the tests speak plain HTTP on 127.0.0.1; the
+# checklist turns each on, and `manage.py check --deploy` is then clean.
+# Only behind a proxy that sets X-Forwarded-Proto itself (and drops a client's).
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https")
+    if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False)
+    else None
+)
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool(
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False
+)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
 # --- REST API ----------------------------------------------------------------
 
