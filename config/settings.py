@@ -6,6 +6,7 @@ The README's configuration table lists each variable; keep the two in step.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -60,6 +61,8 @@ INSTALLED_APPS = [
     # Django's admin with our site class (landing numbers, no tenant users).
     "relatorios.admin_site.AdminDeSuporteConfig",
     "django.contrib.auth",
+    # Login lockout on /entrar/ and /admin/login/ (AXES_* below).
+    "axes",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
@@ -84,6 +87,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: answers a locked-out login with its page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# django-axes first: it refuses a locked-out login before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -199,6 +210,26 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+# Proxies in front that append to X-Forwarded-For: the client's address is the
+# entry this many from the right (0: REMOTE_ADDR). Used by the login lockout.
+RELATORIOS_PROXIES_A_FRENTE = env_int("RELATORIOS_PROXIES_A_FRENTE", 0)
+
+# --- Login lockout (django-axes) ------------------------------------------------
+
+# After RELATORIOS_LOGIN_FALHAS wrong passwords for one username from one
+# address, that pair is refused (429, templates/registration/bloqueado.html)
+# for RELATORIOS_LOGIN_ESPERA_MIN minutes; a success resets the count. By
+# username and address together: a guesser cannot lock a manager out from
+# elsewhere, nor spray one password over many users unseen (each pair counts).
+AXES_ENABLED = env_bool("RELATORIOS_LOGIN_BLOQUEIO", True)
+AXES_FAILURE_LIMIT = env_int("RELATORIOS_LOGIN_FALHAS", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("RELATORIOS_LOGIN_ESPERA_MIN", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/bloqueado.html"
+AXES_CLIENT_IP_CALLABLE = "relatorios.acesso.ip_do_cliente"
+# Failed attempts are what the lockout needs; a row per successful login is not.
+AXES_DISABLE_ACCESS_LOG = True
 
 # --- REST API ----------------------------------------------------------------
 
@@ -216,8 +247,14 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "relatorios.api.erros.tratar_excecao",
     "UNAUTHENTICATED_USER": None,
+    # One UPSERT per request on an unlogged table (relatorios/api/limites.py).
+    "DEFAULT_THROTTLE_CLASSES": ["relatorios.api.limites.LimitePorToken"],
 }
 
+# Per token: at most this many API requests per window, then 429 with
+# Retry-After until the window ends. 0 turns the limit off.
+RELATORIOS_API_LIMITE = env_int("RELATORIOS_API_LIMITE", 600)
+RELATORIOS_API_JANELA_S = env_int("RELATORIOS_API_JANELA_S", 60)
 
 # How long a process trusts a token it has already checked: a deleted token
 # or deactivated user stops working within this many seconds. 0: no cache.
