@@ -308,6 +308,13 @@ RELATORIOS_CRON_SEGUNDOS = env_bool("RELATORIOS_CRON_SEGUNDOS", False)
 # How often each cluster fires due schedules and runs the absence checker.
 RELATORIOS_AGENDADOR_S = env_float("RELATORIOS_AGENDADOR_S", 5.0)
 
+# --- Retention ---------------------------------------------------------------------
+
+# Finished jobs are deleted (with their attempts, partial rows and django-q2
+# task records) this many days after their result expired; failed ones this
+# many days after they failed (relatorios/retencao.py).
+RELATORIOS_RETER_DIAS = env_int("RELATORIOS_RETER_DIAS", 30)
+
 # Worker processes per cluster.
 RELATORIOS_WORKERS = env_int("RELATORIOS_WORKERS", 2)
 

@@ -36,6 +36,8 @@ class Indicadores:
     pendentes_antigos: int
     # {tipo: {status: n}}: active jobs now, finished jobs created in the window.
     por_tipo: dict[str, dict[str, int]] = field(default_factory=dict)
+    # The retention policy (relatorios/retencao.py), stated on the landing page.
+    reter_dias: int = 0
 
     @property
     def idade_do_pendente_mais_antigo(self) -> timedelta | None:
@@ -89,6 +91,7 @@ def calcular() -> Indicadores:
         pendente_mais_antigo=pendentes["mais_antigo"],
         pendentes_antigos=pendentes_antigos().count(),
         por_tipo=dict(sorted(por_tipo.items())),
+        reter_dias=settings.RELATORIOS_RETER_DIAS,
     )
 
 
