@@ -4,6 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/relatorios
 export DATABASE_URL
+# With DEBUG off the web, the cluster and manage.py's checks refuse the
+# settings' built-in key (config/arranque.py). `make` is for development and
+# CI: it sets its own, clearly not a secret. A deployment sets a real one.
+DJANGO_SECRET_KEY ?= relatorios-make-dev-key-not-for-deployment-5f0c2a9e81d34b7a
+export DJANGO_SECRET_KEY
 
 .PHONY: install run test lint format db demo clean bench
 

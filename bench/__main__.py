@@ -46,6 +46,13 @@ def main(argv: list[str] | None = None) -> int:
     # tenant's third pending job waits without one).
     os.environ.setdefault("RELATORIOS_MAX_PENDENTES_POR_TENANT", str(10**9))
     os.environ.setdefault("RELATORIOS_MAX_EXECUTANDO_POR_TENANT", str(10**9))
+    # One token sends thousands of requests a second: the per-token limit is
+    # lifted out of reach but stays on, so its one statement is in the figures.
+    os.environ.setdefault("RELATORIOS_API_LIMITE", str(10**9))
+    # gunicorn and qcluster refuse the settings' built-in key (config/arranque.py).
+    os.environ.setdefault(
+        "DJANGO_SECRET_KEY", "relatorios-bench-key-not-a-secret-3e9b1d7c5a2f4e60"
+    )
     pedidos = {c.strip().upper() for c in args.only.split(",") if c.strip()}
     escolhidos = [c for c in CENARIOS if c in pedidos]
     desconhecidos = sorted(pedidos - set(CENARIOS))

@@ -112,6 +112,16 @@ def porta_livre() -> int:
 def iniciar_gunicorn(nome: str, **extras: str) -> tuple[Processo, str]:
     """gunicorn with config/gunicorn.py (production settings) on a free port."""
     porta = porta_livre()
+    # The web refuses to start without the collected static files
+    # (config/arranque.py): collect them once into the bench's own folder.
+    estaticos = SAIDA / "estaticos"
+    if not (estaticos / "staticfiles.json").exists():
+        subprocess.run(
+            [PYTHON, "manage.py", "collectstatic", "--noinput", "-v", "0"],
+            env=ambiente(DJANGO_STATIC_ROOT=str(estaticos)),
+            check=True,
+        )
+    extras.setdefault("DJANGO_STATIC_ROOT", str(estaticos))
     env = ambiente(
         GUNICORN_BIND=f"127.0.0.1:{porta}",
         # Access logs are a deployment choice (often the proxy's); the app's

@@ -29,6 +29,24 @@ raw_env = [
 ]
 timeout = 30
 graceful_timeout = 20
+# Request line and headers: gunicorn answers 400 beyond these (the body's
+# limit is RELATORIOS_CORPO_MAX_BYTES, checked by the app from Content-Length).
+# gunicorn's defaults, stated here so the README's list can point at them.
+limit_request_line = 4094
+limit_request_fields = 100
+limit_request_field_size = 8190
 # gunicorn 27's control socket lives at one fixed path per user: two servers on
 # one machine (tests, benchmarks, make run) would fight over it. Not used here.
 control_socket_disable = True
+
+
+def on_starting(server: object) -> None:
+    """Refuse to start a web that cannot serve (config/arranque.py).
+
+    In the master, before any worker is forked: gunicorn prints the message
+    and exits 1, instead of booting workers that answer 500 to every page.
+    """
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    from config.arranque import exigir_web
+
+    exigir_web()

@@ -6,10 +6,13 @@ The README's configuration table lists each variable; keep the two in step.
 from __future__ import annotations
 
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+
+from config.arranque import CHAVE_DE_DESENVOLVIMENTO
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -49,13 +52,17 @@ def env_list(nome: str, padrao: list[str]) -> list[str]:
 # --- Django core -------------------------------------------------------------
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
-SECRET_KEY = env_str("DJANGO_SECRET_KEY", "relatorios-dev-only-insecure-key-change-me")
+# With DEBUG off the web and the cluster refuse this default (config/arranque.py):
+# `make` targets and the tests set their own key explicitly.
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", CHAVE_DE_DESENVOLVIMENTO)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 
 INSTALLED_APPS = [
     # Django's admin with our site class (landing numbers, no tenant users).
     "relatorios.admin_site.AdminDeSuporteConfig",
     "django.contrib.auth",
+    # Login lockout on /entrar/ and /admin/login/ (AXES_* below).
+    "axes",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
@@ -69,6 +76,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Refuses an oversized body from its Content-Length, before anything reads
+    # it (the API's JSON parser reads the stream itself, past Django's limit).
+    "relatorios.api.entrada.LimiteDoCorpo",
     # Serves the collected static files from gunicorn itself (no CDN, no nginx).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -77,6 +87,14 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes requires: answers a locked-out login with its page.
+    "axes.middleware.AxesMiddleware",
+]
+
+# django-axes first: it refuses a locked-out login before the password is checked.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -163,9 +181,55 @@ STORAGES = {
     },
 }
 
+# The largest request body accepted (API and pages): a report request or a
+# schedule is well under 1 KiB; above this a request gets 413 before its body
+# is read. Django's own form limit follows it.
+RELATORIOS_CORPO_MAX_BYTES = env_int("RELATORIOS_CORPO_MAX_BYTES", 256 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = RELATORIOS_CORPO_MAX_BYTES
+
 LOGIN_URL = "/entrar/"
 LOGIN_REDIRECT_URL = "/painel/"
 LOGOUT_REDIRECT_URL = "/entrar/"
+
+# --- Deployment behind a TLS proxy (README, "Deploy checklist") -----------------
+
+# Off by default so `make run` and the tests speak plain HTTP on 127.0.0.1; the
+# checklist turns each on, and `manage.py check --deploy` is then clean.
+# Only behind a proxy that sets X-Forwarded-Proto itself (and drops a client's).
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https")
+    if env_bool("DJANGO_SECURE_PROXY_SSL_HEADER", False)
+    else None
+)
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool(
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False
+)
+SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+# Proxies in front that append to X-Forwarded-For: the client's address is the
+# entry this many from the right (0: REMOTE_ADDR). Used by the login lockout.
+RELATORIOS_PROXIES_A_FRENTE = env_int("RELATORIOS_PROXIES_A_FRENTE", 0)
+
+# --- Login lockout (django-axes) ------------------------------------------------
+
+# After RELATORIOS_LOGIN_FALHAS wrong passwords for one username from one
+# address, that pair is refused (429, templates/registration/bloqueado.html)
+# for RELATORIOS_LOGIN_ESPERA_MIN minutes; a success resets the count. By
+# username and address together: a guesser cannot lock a manager out from
+# elsewhere, nor spray one password over many users unseen (each pair counts).
+AXES_ENABLED = env_bool("RELATORIOS_LOGIN_BLOQUEIO", True)
+AXES_FAILURE_LIMIT = env_int("RELATORIOS_LOGIN_FALHAS", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_float("RELATORIOS_LOGIN_ESPERA_MIN", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/bloqueado.html"
+AXES_CLIENT_IP_CALLABLE = "relatorios.acesso.ip_do_cliente"
+# Failed attempts are what the lockout needs; a row per successful login is not.
+AXES_DISABLE_ACCESS_LOG = True
 
 # --- REST API ----------------------------------------------------------------
 
@@ -178,11 +242,19 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": [
         "relatorios.api.permissoes.UsuarioDeTenant",
     ],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Strict UTF-8 JSON, bounded: hostile bodies are 400s (relatorios/api/entrada.py).
+    "DEFAULT_PARSER_CLASSES": ["relatorios.api.entrada.JSONEstrito"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "EXCEPTION_HANDLER": "relatorios.api.erros.tratar_excecao",
     "UNAUTHENTICATED_USER": None,
+    # One UPSERT per request on an unlogged table (relatorios/api/limites.py).
+    "DEFAULT_THROTTLE_CLASSES": ["relatorios.api.limites.LimitePorToken"],
 }
+
+# Per token: at most this many API requests per window, then 429 with
+# Retry-After until the window ends. 0 turns the limit off.
+RELATORIOS_API_LIMITE = env_int("RELATORIOS_API_LIMITE", 600)
+RELATORIOS_API_JANELA_S = env_int("RELATORIOS_API_JANELA_S", 60)
 
 # How long a process trusts a token it has already checked: a deleted token
 # or deactivated user stops working within this many seconds. 0: no cache.
@@ -235,6 +307,15 @@ RELATORIOS_DISPARO_TOLERANCIA_S = env_int("RELATORIOS_DISPARO_TOLERANCIA_S", 300
 RELATORIOS_CRON_SEGUNDOS = env_bool("RELATORIOS_CRON_SEGUNDOS", False)
 # How often each cluster fires due schedules and runs the absence checker.
 RELATORIOS_AGENDADOR_S = env_float("RELATORIOS_AGENDADOR_S", 5.0)
+
+# --- Retention ---------------------------------------------------------------------
+
+# Finished jobs are deleted (with their attempts, partial rows and django-q2
+# task records) this many days after their result expired; failed ones this
+# many days after they failed (relatorios/retencao.py).
+RELATORIOS_RETER_DIAS = env_int("RELATORIOS_RETER_DIAS", 30)
+# How often each cluster runs that retention (bounded batches, SKIP LOCKED).
+RELATORIOS_EXPURGO_S = env_float("RELATORIOS_EXPURGO_S", 300.0)
 
 # Worker processes per cluster.
 RELATORIOS_WORKERS = env_int("RELATORIOS_WORKERS", 2)

@@ -13,3 +13,9 @@ urlpatterns = [
     path("", include("relatorios.api.urls")),
     path("", include("relatorios.urls")),
 ]
+
+# Under /relatorios/ every error is JSON ({"erro": ...}); elsewhere Django's pages.
+handler400 = "relatorios.api.erros.pedido_ruim"
+handler403 = "relatorios.api.erros.proibido"
+handler404 = "relatorios.api.erros.nao_encontrado"
+handler500 = "relatorios.api.erros.erro_do_servidor"

@@ -553,7 +553,10 @@ def _prazo(valor: Any) -> timedelta:
     if isinstance(valor, timedelta):
         prazo = valor
     elif isinstance(valor, int) and not isinstance(valor, bool):
-        prazo = timedelta(minutes=valor)
+        # Checked before timedelta(), which overflows on huge integers.
+        if valor > PRAZO_MAX // timedelta(minutes=1):
+            raise ErroDeParametro("prazo_minutos", "o prazo não pode passar de 62 dias")
+        prazo = timedelta(minutes=max(valor, -1))
     else:
         raise ErroDeParametro("prazo_minutos", "informe o prazo em minutos (inteiro)")
     if prazo <= timedelta(0):

@@ -19,6 +19,7 @@ class RelatoriosConfig(AppConfig):
 
         post_spawn.connect(execucao.instalar_sinais, dispatch_uid="relatorios-sinais")
         checks.register(verificar_timeouts)
+        checks.register(verificar_chave_secreta)
 
 
 def verificar_timeouts(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -38,3 +39,16 @@ def verificar_timeouts(**kwargs: Any) -> list[checks.CheckMessage]:
                 )
             )
     return erros
+
+
+def verificar_chave_secreta(**kwargs: Any) -> list[checks.CheckMessage]:
+    """With DEBUG off, the published dev key is refused by every command that
+    runs Django's checks, `qcluster` first among them: a cluster signing queue
+    messages with a key anyone can read must not start. The web refuses it in
+    config/gunicorn.py and config/wsgi.py (gunicorn runs no checks)."""
+    from config.arranque import problema_da_chave
+
+    problema = problema_da_chave()
+    if problema is None:
+        return []
+    return [checks.Error(problema, id="relatorios.E002")]

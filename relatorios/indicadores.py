@@ -38,6 +38,8 @@ class Indicadores:
     por_tipo: dict[str, dict[str, int]] = field(default_factory=dict)
     alertas_abertos: int = 0
     agendamentos_ativos: int = 0
+    # The retention policy (relatorios/retencao.py), stated on the landing page.
+    reter_dias: int = 0
 
     @property
     def idade_do_pendente_mais_antigo(self) -> timedelta | None:
@@ -94,6 +96,7 @@ def calcular() -> Indicadores:
         por_tipo=dict(sorted(por_tipo.items())),
         alertas_abertos=alertas_abertos,
         agendamentos_ativos=agendamentos_ativos,
+        reter_dias=settings.RELATORIOS_RETER_DIAS,
     )
 
 

@@ -9,6 +9,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
 from django.test import override_settings
+from django_q.conf import Conf
 
 from relatorios.api import autenticacao
 from relatorios.models import Tenant
@@ -18,12 +19,18 @@ from tests import helpers, processos
 @pytest.fixture(autouse=True, scope="session")
 def _tipos_de_teste() -> Iterator[None]:
     # The test-only report types exist in this process as in the children.
+    # The key too: children refuse the built-in one, and django-q2 read it at
+    # import (Conf), so it is patched there as well.
+    chave_do_django_q = Conf.SECRET_KEY
+    Conf.SECRET_KEY = processos.CHAVE_DE_TESTE
     with override_settings(
+        SECRET_KEY=processos.CHAVE_DE_TESTE,
         RELATORIOS_TIPOS_EXTRAS=processos.TIPOS_DE_TESTE.split(","),
         # Users are created by the hundred; the real hasher is slow on purpose.
         PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
     ):
         yield
+    Conf.SECRET_KEY = chave_do_django_q
 
 
 @pytest.fixture(autouse=True, scope="session")

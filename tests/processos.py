@@ -19,6 +19,9 @@ from django.conf import settings
 from django.db import connection
 
 RAIZ = Path(__file__).resolve().parent.parent
+# The tests' signing key, set explicitly for this process and every child: the
+# built-in development key is refused with DEBUG off (config/arranque.py).
+CHAVE_DE_TESTE = "relatorios-testes-chave-que-nao-e-segredo-9d41c7e2b06f4a58"
 TIPOS_DE_TESTE = ",".join(
     f"tests.tipos_de_teste.{nome}"
     for nome in ("Quebrado", "Lento", "Contado", "Dorminhoco", "Fechamento")
@@ -45,6 +48,9 @@ def ambiente(**extras: str) -> dict[str, str]:
             ),
             "RELATORIOS_TIPOS_EXTRAS": TIPOS_DE_TESTE,
             "DJANGO_STATIC_ROOT": str(settings.STATIC_ROOT),
+            # The key this process signs with (tests/conftest.py sets it): a
+            # queue message written here must verify in the cluster.
+            "DJANGO_SECRET_KEY": settings.SECRET_KEY,
             "PYTHONUNBUFFERED": "1",
         }
     )

@@ -150,6 +150,8 @@ def test_cron_de_meia_em_meia_hora_atravessa_o_salto_sem_repetir_instante() -> N
         ({"prazo": 0}, "prazo_minutos"),
         ({"prazo": -5}, "prazo_minutos"),
         ({"prazo": "3h"}, "prazo_minutos"),
+        ({"prazo": 10**30}, "prazo_minutos"),
+        ({"prazo": -(10**30)}, "prazo_minutos"),
         ({"tipo": "inexistente"}, "tipo"),
         ({"agrupar": "ano"}, "agrupar"),
         ({"lojas": ["L999"]}, "lojas"),

@@ -1,4 +1,10 @@
-"""The one place that shapes every API error body: {"erro": ..., "campo": ...}."""
+"""The one place that shapes every API error body: {"erro": ..., "campo": ...}.
+
+Errors raised inside a DRF view come through `tratar_excecao`. Those Django
+answers itself (no URL matched, a crash, a bad Host) come through its
+handler400/403/404/500 (config/urls.py): under /relatorios/ they are JSON of
+the same shape, whatever the HTML templates do; elsewhere Django's pages.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,13 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from relatorios.api.entrada import CorpoInvalido, e_da_api
 from relatorios.normalizacao import ErroDeParametro
 from relatorios.services import LimiteDePendentes
 from relatorios.tipos import TipoDesconhecido
@@ -38,6 +46,8 @@ def tratar_excecao(exc: Exception, context: dict[str, Any]) -> Response | None:
         return limite
     if isinstance(exc, (TipoDesconhecido, Http404, exceptions.NotFound)):
         return _erro(status.HTTP_404_NOT_FOUND, "não encontrado")
+    if isinstance(exc, CorpoInvalido):
+        return _erro(status.HTTP_400_BAD_REQUEST, str(exc.detail), campo=exc.campo)
     if isinstance(exc, (exceptions.ParseError, exceptions.UnsupportedMediaType)):
         # A body that is not JSON is a bad request like any other.
         return _erro(status.HTTP_400_BAD_REQUEST, _MENSAGENS[type(exc)], campo="corpo")
@@ -77,3 +87,32 @@ def _achatar(detalhe: Any, campo: str | None = None) -> Any:
         if campo is not None and campo != "non_field_errors":
             item["campo"] = campo
         yield item
+
+
+# --- Django's own error views (config/urls.py) ---------------------------------
+
+
+def pedido_ruim(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if e_da_api(request.path_info):
+        return JsonResponse({"erro": "pedido inválido"}, status=400)
+    return defaults.bad_request(request, exception)
+
+
+def proibido(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if e_da_api(request.path_info):
+        return JsonResponse({"erro": "acesso negado"}, status=403)
+    return defaults.permission_denied(request, exception)
+
+
+def nao_encontrado(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if e_da_api(request.path_info):
+        return JsonResponse({"erro": "não encontrado"}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def erro_do_servidor(request: HttpRequest) -> HttpResponse:
+    # No template: a 500 page that needs the static manifest (or anything
+    # else that may be what broke) must not fail in turn.
+    if e_da_api(request.path_info):
+        return JsonResponse({"erro": "erro interno do servidor"}, status=500)
+    return defaults.server_error(request)

@@ -21,6 +21,7 @@ from relatorios.models.jobs import (
     RelatorioTentativa,
     Status,
 )
+from relatorios.models.limites import JanelaDaApi
 from relatorios.models.tenants import Tenant, Usuario
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "EstadoOcorrencia",
     "Evento",
     "Inscricao",
+    "JanelaDaApi",
     "Loja",
     "MovimentoEstoque",
     "Ocorrencia",

@@ -12,7 +12,8 @@ so no deployment can run a cluster without them:
   to pendente at once (SIGUSR1) instead of waiting for the orphan timeout.
 - the schedules' firing (`agendamentos.disparar`) and the absence checker
   (`alertas.verificar`) every RELATORIOS_AGENDADOR_S, and the notification
-  outbox's sweep (`notificacoes.varrer`);
+  outbox's sweep (`notificacoes.varrer`); the retention of old jobs
+  (`retencao.expurgar`) every RELATORIOS_EXPURGO_S;
 - liveness (`relatorios.clusters`): the cluster registers a row before it
   forks, beats in it from a thread every RELATORIOS_CLUSTER_BATIMENTO_S,
   declares dead the clusters that stopped beating (handing back the queue
@@ -42,7 +43,15 @@ from django import db
 from django.conf import settings
 from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
-from relatorios import agendamentos, alertas, clusters, fila, notificacoes, services
+from relatorios import (
+    agendamentos,
+    alertas,
+    clusters,
+    fila,
+    notificacoes,
+    retencao,
+    services,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -133,6 +142,7 @@ class Supervisor:
             Rotina("agendador", agendador, agendamentos.disparar),
             Rotina("verificador", agendador, self._verificar),
             Rotina("entregas", varredura, notificacoes.varrer),
+            Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
         ]
 
     def _verificar(self) -> None:
