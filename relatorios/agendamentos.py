@@ -218,6 +218,7 @@ def criar(
         ativo_desde=agora,
         verificado_ate=agora,
         proximo_disparo=primeiro,
+        proxima_verificacao=primeiro + prazo,
     )
 
 
@@ -240,12 +241,14 @@ def retomar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
             return False
         agora = agora_do_banco()
         fuso = _fuso(agendamento.tenant_id)
+        proximo = proximo_disparo(agendamento.cron, fuso, agora)
         Agendamento.objects.filter(pk=agendamento.pk).update(
             ativo=True,
             pausado_em=None,
             ativo_desde=agora,
             verificado_ate=agora,
-            proximo_disparo=proximo_disparo(agendamento.cron, fuso, agora),
+            proximo_disparo=proximo,
+            proxima_verificacao=proximo + agendamento.prazo,
         )
     return True
 
@@ -490,7 +493,11 @@ def _desativar(*, agendamento_id: int, tenant_id: int | None, excluir: bool) -> 
             registrar_nao_disparadas(
                 agendamento, ate=agora, motivo="pausado antes de disparar"
             )
-        campos: dict[str, Any] = {"ativo": False, "proximo_disparo": None}
+        campos: dict[str, Any] = {
+            "ativo": False,
+            "proximo_disparo": None,
+            "proxima_verificacao": None,
+        }
         if agendamento.ativo:
             campos |= {"pausado_em": agora, "verificado_ate": agora}
         if excluir:

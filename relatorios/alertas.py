@@ -27,7 +27,6 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F
 
 from relatorios import agendamentos, notificacoes, services
 from relatorios.models import Agendamento, Alerta, Evento, Ocorrencia, Status
@@ -109,15 +108,15 @@ def executar_ocorrencia(*, ocorrencia_id: int) -> Acao:
 
 
 def _registrar_devidas(agora: datetime, resultado: Verificacao) -> None:
-    # Active schedules with an occurrence whose deadline may have passed
-    # since the last look (verificado_ate + prazo <= agora).
-    devidos = (
-        Agendamento.objects.select_related("tenant")
-        .alias(visto_ate=F("verificado_ate") + F("prazo"))
-        .filter(ativo=True, excluido_em__isnull=True, visto_ate__lte=agora)
+    # Active schedules whose next occurrence's deadline has passed: the
+    # partial index on proxima_verificacao keeps a pass every few seconds
+    # from walking every schedule's cron.
+    devidos = Agendamento.objects.select_related("tenant").filter(
+        ativo=True, excluido_em__isnull=True, proxima_verificacao__lte=agora
     )
-    for agendamento in devidos[:LOTE]:
+    for agendamento in devidos.order_by("proxima_verificacao")[:LOTE]:
         ate = agora - agendamento.prazo
+        fuso = agendamento.tenant.fuso_horario
         with transaction.atomic():
             cobertos = agendamentos.registrar_nao_disparadas(
                 agendamento, ate=ate, motivo="nenhum cluster disparou esta ocorrência"
@@ -125,9 +124,15 @@ def _registrar_devidas(agora: datetime, resultado: Verificacao) -> None:
             # Bounded: a long outage of a frequent schedule is caught up over
             # several passes, oldest first.
             novo_limite = cobertos[-1] if len(cobertos) >= 1000 else ate
+            seguinte = agendamentos.proximo_disparo(agendamento.cron, fuso, novo_limite)
+            # Guarded: a concurrent checker that moved it first wins; the
+            # rows either wrote are the same (ON CONFLICT DO NOTHING).
             Agendamento.objects.filter(
                 pk=agendamento.pk, verificado_ate=agendamento.verificado_ate
-            ).update(verificado_ate=novo_limite)
+            ).update(
+                verificado_ate=novo_limite,
+                proxima_verificacao=seguinte + agendamento.prazo,
+            )
         resultado.registradas += len(cobertos)
 
 

@@ -465,3 +465,16 @@ def test_alerta_sem_webhooks_gera_um_email_para_destinatarios_e_suporte(
     assert (entrega.canal, entrega.evento) == ("email", "alerta.aberto")
     assert entrega.destinatarios == ["contab@rede.com", "suporte@relatorios.com"]
     assert entrega.alerta_id == Alerta.objects.get().pk
+
+
+def test_verificador_so_olha_o_agendamento_quando_um_prazo_vence(tenant) -> None:
+    agendamento = criar(tenant, cron="0 3 * * *", periodo="ontem")
+    primeiro = agendamento.proximo_disparo
+    assert agendamento.proxima_verificacao == primeiro + timedelta(hours=3)
+    alertas.verificar(agora=primeiro + timedelta(hours=2))
+    antes = Agendamento.objects.get(pk=agendamento.pk)
+    assert antes.verificado_ate == agendamento.verificado_ate
+    alertas.verificar(agora=primeiro + timedelta(hours=3, minutes=1))
+    depois = Agendamento.objects.get(pk=agendamento.pk)
+    assert depois.proxima_verificacao == primeiro + timedelta(days=1, hours=3)
+    assert Ocorrencia.objects.filter(agendamento=agendamento).count() == 1

@@ -53,6 +53,7 @@ class Migration(migrations.Migration):
                 ('excluido_em', models.DateTimeField(blank=True, null=True)),
                 ('proximo_disparo', models.DateTimeField(blank=True, null=True)),
                 ('verificado_ate', models.DateTimeField(db_default=relatorios.models.jobs.Agora())),
+                ('proxima_verificacao', models.DateTimeField(blank=True, null=True)),
                 ('criado_por', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('tenant', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='agendamentos', to='relatorios.tenant')),
             ],
@@ -173,6 +174,10 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name='agendamento',
             index=models.Index(condition=models.Q(('ativo', True)), fields=['proximo_disparo'], name='relatorio_agend_proximo'),
+        ),
+        migrations.AddIndex(
+            model_name='agendamento',
+            index=models.Index(condition=models.Q(('ativo', True)), fields=['proxima_verificacao'], name='relatorio_agend_verificacao'),
         ),
         migrations.AddConstraint(
             model_name='inscricao',

@@ -72,6 +72,10 @@ class Agendamento(models.Model):
     # The checker has a ledger row for every occurrence planned up to here
     # whose deadline passed; it never looks before this again.
     verificado_ate = models.DateTimeField(db_default=Agora())
+    # When the next occurrence's deadline passes (its planned firing + prazo):
+    # the checker looks at a schedule only then, not on every pass. NULL
+    # while paused (what was due is recorded when pausing).
+    proxima_verificacao = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "relatorio_agendamentos"
@@ -83,6 +87,12 @@ class Agendamento(models.Model):
             models.Index(
                 fields=["proximo_disparo"],
                 name="relatorio_agend_proximo",
+                condition=models.Q(ativo=True),
+            ),
+            # The checker's: active schedules whose next deadline has passed.
+            models.Index(
+                fields=["proxima_verificacao"],
+                name="relatorio_agend_verificacao",
                 condition=models.Q(ativo=True),
             ),
         ]
