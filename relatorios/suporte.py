@@ -4,7 +4,8 @@ They look at jobs, tenants and clusters and run the jobs' actions (reexecutar, m
 como falhou, expirar resultado: `operar_relatoriojob`). They look after the
 schedules (create, pause, resume, run now, delete: `add_`/`change_agendamento`;
 schedules are never edited field by field), their occurrences and alerts, and
-close alerts with a note (`fechar_alerta`). They never edit a job's params or
+close alerts with a note (`fechar_alerta`), see the webhooks and the
+deliveries and resend one (`reenviar_entrega`). They never edit a job's params or
 result, delete anything, or see users and tokens.
 
 Used by migration 0004 (with the historical models) and by tests and commands
@@ -36,6 +37,10 @@ PERMISSOES_DO_SUPORTE = (
     ("relatorios", "fechar_alerta"),
     # Which clusters are alive (read-only list).
     ("relatorios", "view_cluster"),
+    # The tenants' webhooks and the notification outbox; resend a delivery.
+    ("relatorios", "view_webhook"),
+    ("relatorios", "view_entrega"),
+    ("relatorios", "reenviar_entrega"),
 )
 
 

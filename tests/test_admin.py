@@ -105,6 +105,10 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "fechar_alerta"),
         # 0010_suporte_ve_clusters.
         ("relatorios", "view_cluster"),
+        # 0012_suporte_entregas.
+        ("relatorios", "view_webhook"),
+        ("relatorios", "view_entrega"),
+        ("relatorios", "reenviar_entrega"),
     }
 
 

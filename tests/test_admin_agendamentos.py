@@ -103,7 +103,15 @@ def test_grupo_suporte_tem_exatamente_as_permissoes_de_agendamento(
         "view_alerta",
         "fechar_alerta",
     }
-    outras = {"view_relatoriojob", "operar_relatoriojob", "view_tenant", "view_cluster"}
+    outras = {
+        "view_relatoriojob",
+        "operar_relatoriojob",
+        "view_tenant",
+        "view_cluster",
+        "view_webhook",
+        "view_entrega",
+        "reenviar_entrega",
+    }
     assert codigos - outras == novas
     assert set(suporte.PERMISSOES_DO_SUPORTE) == {("relatorios", c) for c in codigos}
 

@@ -705,3 +705,37 @@ def test_admin_cria_webhook_mostra_o_segredo_uma_vez_e_reenvia_entrega(
     assert lista.status_code == 200
     assert reenvio.status_code == 302
     assert entrega(falha.pk).estado == EstadoEntrega.PENDENTE
+
+
+@pytest.mark.django_db
+def test_suporte_ve_entregas_e_reenvia_mas_nao_ve_o_segredo(tenant: Tenant) -> None:
+    from relatorios import suporte
+
+    atendente = Usuario.objects.create_user("atendente", is_staff=True)
+    atendente.groups.add(suporte.criar_grupo_suporte())
+    cliente = Client()
+    cliente.force_login(atendente)
+    job_id = submeter(tenant)
+    gancho = Webhook.objects.create(
+        tenant=tenant,
+        url="https://ganchos.example.com/relatorios",
+        segredo="whsec_c2VncmVkby1kZS10ZXN0ZS0xMjM0NTY3ODkw",
+        eventos=["job.falhou"],
+    )
+    services.marcar_como_falhou(job_id=job_id, motivo="teste")
+    [falha] = Entrega.objects.all()
+    Entrega.objects.filter(pk=falha.pk).update(estado=EstadoEntrega.FALHOU)
+
+    lista = cliente.get("/admin/relatorios/entrega/?estado=falhou")
+    pagina = cliente.get(f"/admin/relatorios/webhook/{gancho.pk}/change/")
+    reenvio = cliente.post(
+        "/admin/relatorios/entrega/",
+        {"action": "reenviar", "_selected_action": [falha.pk]},
+    )
+
+    assert lista.status_code == 200
+    assert pagina.status_code == 200
+    assert gancho.segredo not in pagina.content.decode()
+    assert reenvio.status_code == 302
+    assert entrega(falha.pk).estado == EstadoEntrega.PENDENTE
+    assert cliente.get("/admin/relatorios/webhook/add/").status_code == 403
