@@ -5,14 +5,16 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
+from relatorios import agendamentos
 from relatorios.models import (
+    Agendamento,
     Loja,
     MovimentoEstoque,
     Produto,
@@ -92,6 +94,18 @@ def criar_movimento(
     return MovimentoEstoque.objects.create(
         tenant=loja.tenant, loja=loja, produto=produto, data=data, quantidade=quantidade
     )
+
+
+def criar_agendamento(tenant: Tenant, **campos: Any) -> Agendamento:
+    """A schedule through the service: the monthly close unless told otherwise."""
+    padrao: dict[str, Any] = {
+        "tipo": "vendas",
+        "periodo": "mes_anterior",
+        "cron": "0 3 1 * *",
+        "prazo": timedelta(hours=3),
+        "usuario_id": None,
+    }
+    return agendamentos.criar(tenant_id=tenant.pk, **(padrao | campos))
 
 
 def job(job_id: int) -> RelatorioJob:

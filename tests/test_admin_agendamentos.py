@@ -62,15 +62,7 @@ def cliente(usuario_suporte: Usuario) -> Client:
     return cliente
 
 
-def agendar(tenant: Tenant, **campos: Any) -> Agendamento:
-    padrao = {
-        "tipo": "vendas",
-        "periodo": "mes_anterior",
-        "cron": "0 3 1 * *",
-        "prazo": timedelta(hours=3),
-        "usuario_id": None,
-    }
-    return agendamentos.criar(tenant_id=tenant.pk, **(padrao | campos))
+agendar = helpers.criar_agendamento
 
 
 def alerta_aberto(tenant: Tenant, **campos: Any) -> Alerta:

@@ -29,15 +29,7 @@ def utc(ano: int, mes: int, dia: int, hora: int = 0, minuto: int = 0) -> datetim
     return datetime(ano, mes, dia, hora, minuto, tzinfo=UTC)
 
 
-def criar(tenant, **campos):  # type: ignore[no-untyped-def]
-    padrao = {
-        "tipo": "vendas",
-        "periodo": "mes_anterior",
-        "cron": "0 3 1 * *",
-        "prazo": timedelta(hours=3),
-        "usuario_id": None,
-    }
-    return agendamentos.criar(tenant_id=tenant.pk, **(padrao | campos))
+criar = helpers.criar_agendamento
 
 
 # --- Relative periods and the cron on the tenant's wall clock ------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 import pytest
 from django.test import Client
@@ -41,15 +40,7 @@ def cliente(gerente: Usuario) -> Client:
     return cliente
 
 
-def agendar(tenant: Tenant, **campos: Any) -> Agendamento:
-    padrao = {
-        "tipo": "vendas",
-        "periodo": "mes_anterior",
-        "cron": "0 3 1 * *",
-        "prazo": timedelta(hours=3),
-        "usuario_id": None,
-    }
-    return agendamentos.criar(tenant_id=tenant.pk, **(padrao | campos))
+agendar = helpers.criar_agendamento
 
 
 def test_gerente_cria_um_agendamento_do_seu_tenant(
