@@ -45,6 +45,8 @@ class Verificacao:
     conferidas: int = 0
     abertos: int = 0
     fechados: int = 0
+    # Schedules whose check raised (logged); the others went on.
+    falhas: int = 0
 
 
 def verificar(*, agora: datetime | None = None) -> Verificacao:
@@ -54,7 +56,7 @@ def verificar(*, agora: datetime | None = None) -> Verificacao:
     _registrar_devidas(agora, resultado)
     _abrir(agora, resultado)
     _fechar_prontos(resultado)
-    if resultado.abertos or resultado.fechados or resultado.registradas:
+    if any(vars(resultado).values()):
         logger.info("verificação de prazos", extra=vars(resultado))
     return resultado
 
@@ -115,25 +117,38 @@ def _registrar_devidas(agora: datetime, resultado: Verificacao) -> None:
         ativo=True, excluido_em__isnull=True, proxima_verificacao__lte=agora
     )
     for agendamento in devidos.order_by("proxima_verificacao")[:LOTE]:
-        ate = agora - agendamento.prazo
-        fuso = agendamento.tenant.fuso_horario
-        with transaction.atomic():
-            cobertos = agendamentos.registrar_nao_disparadas(
-                agendamento, ate=ate, motivo="nenhum cluster disparou esta ocorrência"
+        try:
+            resultado.registradas += _registrar_do_agendamento(agendamento, agora)
+        except Exception:
+            # One broken schedule must not keep every other tenant's alerts
+            # from opening; it is logged on every pass until fixed.
+            logger.exception(
+                "verificação do agendamento falhou",
+                extra={"agendamento_id": agendamento.pk},
             )
-            # Bounded: a long outage of a frequent schedule is caught up over
-            # several passes, oldest first.
-            novo_limite = cobertos[-1] if len(cobertos) >= 1000 else ate
-            seguinte = agendamentos.proximo_disparo(agendamento.cron, fuso, novo_limite)
-            # Guarded: a concurrent checker that moved it first wins; the
-            # rows either wrote are the same (ON CONFLICT DO NOTHING).
-            Agendamento.objects.filter(
-                pk=agendamento.pk, verificado_ate=agendamento.verificado_ate
-            ).update(
-                verificado_ate=novo_limite,
-                proxima_verificacao=seguinte + agendamento.prazo,
-            )
-        resultado.registradas += len(cobertos)
+            resultado.falhas += 1
+
+
+def _registrar_do_agendamento(agendamento: Agendamento, agora: datetime) -> int:
+    ate = agora - agendamento.prazo
+    fuso = agendamento.tenant.fuso_horario
+    with transaction.atomic():
+        cobertos = agendamentos.registrar_nao_disparadas(
+            agendamento, ate=ate, motivo="nenhum cluster disparou esta ocorrência"
+        )
+        # Bounded: a long outage of a frequent schedule is caught up over
+        # several passes, oldest first.
+        novo_limite = cobertos[-1] if len(cobertos) >= 1000 else ate
+        seguinte = agendamentos.proximo_disparo(agendamento.cron, fuso, novo_limite)
+        # Guarded: a concurrent checker that moved it first wins; the
+        # rows either wrote are the same (ON CONFLICT DO NOTHING).
+        Agendamento.objects.filter(
+            pk=agendamento.pk, verificado_ate=agendamento.verificado_ate
+        ).update(
+            verificado_ate=novo_limite,
+            proxima_verificacao=seguinte + agendamento.prazo,
+        )
+    return len(cobertos)
 
 
 def _abrir(agora: datetime, resultado: Verificacao) -> None:

@@ -470,3 +470,14 @@ def test_verificador_so_olha_o_agendamento_quando_um_prazo_vence(tenant) -> None
     depois = Agendamento.objects.get(pk=agendamento.pk)
     assert depois.proxima_verificacao == primeiro + timedelta(days=1, hours=3)
     assert Ocorrencia.objects.filter(agendamento=agendamento).count() == 1
+
+
+def test_um_agendamento_quebrado_nao_silencia_os_outros(tenant, outro_tenant) -> None:
+    quebrado = criar(tenant)
+    bom = criar(outro_tenant)
+    # A row broken behind the service's back (a bad manual UPDATE).
+    Agendamento.objects.filter(pk=quebrado.pk).update(cron="isto não é cron")
+    resultado = alertas.verificar(agora=bom.proximo_disparo + timedelta(hours=4))
+    assert resultado.falhas == 1
+    assert resultado.abertos == 1
+    assert Alerta.objects.get().ocorrencia.agendamento_id == bom.pk
