@@ -45,6 +45,7 @@ def test_cria_e_lista_agendamentos_do_tenant(cliente: Client) -> None:
     assert corpo["prazo_minutos"] == 180
     assert corpo["ativo"] is True
     assert len(corpo["proximos_disparos"]) == 3
+    assert corpo["proximos_disparos"][0] == corpo["proximo_disparo"]
     assert corpo["ocorrencias"] == []
     lista = cliente.get("/relatorios/agendamentos").json()["agendamentos"]
     assert [a["id"] for a in lista] == [corpo["id"]]

@@ -78,6 +78,9 @@ class AlertaSerializer(SerializerDeSaida):
     nota = serializers.CharField()
 
 
+_INSTANTE = serializers.DateTimeField()
+
+
 def _do_tenant(request: Request) -> QuerySet[Agendamento]:
     return Agendamento.objects.filter(
         tenant_id=tenant_do_pedido(request), excluido_em__isnull=True
@@ -97,8 +100,10 @@ def _agendamento(request: Request, agendamento_id: int) -> Agendamento:
 
 def _detalhe(agendamento: Agendamento) -> dict[str, Any]:
     corpo = dict(AgendamentoSerializer(agendamento).data)
+    # The same format as every other timestamp in the body (DRF's, with "Z").
     corpo["proximos_disparos"] = [
-        d.isoformat() for d in agendamentos.proximos_disparos(agendamento, 3)
+        _INSTANTE.to_representation(d)
+        for d in agendamentos.proximos_disparos(agendamento, 3)
     ]
     recentes = Ocorrencia.objects.filter(agendamento=agendamento).order_by(
         "-planejado_para"
