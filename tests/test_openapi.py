@@ -2,13 +2,14 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from django.core.management import call_command
 from django.test import Client, override_settings
 
-from tests import processos
+from tests import helpers, processos
 
 ESQUEMA_COMMITADO = processos.RAIZ / "docs" / "openapi.yaml"
 REGENERAR = "python manage.py spectacular --file docs/openapi.yaml --validate"
@@ -93,3 +94,90 @@ def test_as_paginas_da_documentacao_usam_so_arquivos_locais(
     assert locais
     for arquivo in locais:
         assert cliente.get(arquivo).status_code == 200, arquivo
+
+
+def propriedade(componente: str, campo: str) -> dict[str, object]:
+    esquema = yaml.safe_load(ESQUEMA_COMMITADO.read_text())
+    return dict(esquema["components"]["schemas"][componente]["properties"][campo])
+
+
+# Found by schemathesis (negative data accepted): the server takes null as
+# "absent" in these optional fields, so the schema must not call null invalid.
+@pytest.mark.parametrize(
+    ("componente", "campo"),
+    [
+        ("Parametros", "agrupar"),
+        ("Parametros", "lojas"),
+        ("NovoAgendamento", "agrupar"),
+        ("NovoAgendamento", "lojas"),
+        ("NovoAgendamento", "destinatarios"),
+        ("NovoAgendamento", "recuperacao"),
+    ],
+)
+def test_campos_opcionais_que_aceitam_null_sao_nullable(
+    componente: str, campo: str
+) -> None:
+    assert propriedade(componente, campo)["nullable"] is True
+
+
+def test_pedido_com_null_nos_opcionais_e_aceito(token: str) -> None:
+    cliente = helpers.cliente_com_token(token)
+    pedido = cliente.post(
+        "/relatorios/vendas",
+        {"inicio": "2026-01-01", "fim": "2026-01-31", "agrupar": None, "lojas": None},
+        content_type="application/json",
+    )
+    agendamento = cliente.post(
+        "/relatorios/agendamentos",
+        {
+            "tipo": "vendas",
+            "periodo": "ontem",
+            "cron": "0 6 * * *",
+            "prazo_minutos": 60,
+            "agrupar": None,
+            "lojas": None,
+            "destinatarios": None,
+            "recuperacao": None,
+        },
+        content_type="application/json",
+    )
+    assert (pedido.status_code, agendamento.status_code) == (202, 201)
+
+
+# Found by schemathesis (valid data rejected): an empty `eventos` is a 400.
+def test_webhook_sem_eventos_e_recusado_e_o_esquema_diz_isso(
+    token: str, settings: Any
+) -> None:
+    settings.RELATORIOS_WEBHOOK_PERMITIR_LOCAL = True
+    resposta = helpers.cliente_com_token(token).post(
+        "/relatorios/webhooks",
+        {"url": "http://127.0.0.1:9/ganchos", "eventos": []},
+        content_type="application/json",
+    )
+    assert resposta.status_code == 400
+    assert resposta.json()["campo"] == "eventos"
+    assert propriedade("NovoWebhook", "eventos")["minItems"] == 1
+
+
+# Found by schemathesis (valid data rejected): unknown fields are a 400, so the
+# request bodies are closed; a store code is 1 to 32 visible characters.
+@pytest.mark.parametrize("componente", ["Parametros", "NovoAgendamento", "NovoWebhook"])
+def test_corpos_de_pedido_nao_aceitam_campos_desconhecidos(componente: str) -> None:
+    esquema = yaml.safe_load(ESQUEMA_COMMITADO.read_text())
+    assert esquema["components"]["schemas"][componente]["additionalProperties"] is False
+
+
+@pytest.mark.parametrize(
+    ("codigo", "valido"),
+    [("L001", True), ("Loja 7", True), ("", False), ("   ", False), ("L\t1", False)],
+)
+def test_o_esquema_do_codigo_de_loja_segue_a_normalizacao(
+    codigo: str, valido: bool
+) -> None:
+    item = propriedade("Parametros", "lojas")["items"]
+    assert isinstance(item, dict)
+    cabe = (
+        item["minLength"] <= len(codigo) <= item["maxLength"]
+        and re.search(item["pattern"], codigo) is not None
+    )
+    assert cabe is valido

@@ -18,6 +18,7 @@ import functools
 import re
 from typing import Any
 
+from django.core.validators import RegexValidator
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.types import OpenApiTypes
@@ -34,6 +35,7 @@ from rest_framework import serializers
 from relatorios import tipos
 from relatorios.models import Evento, Periodo, Recuperacao, Status
 from relatorios.models.agendamentos import EstadoOcorrencia
+from relatorios.normalizacao import CODIGO_LOJA_MAX
 
 # --- Authentication -----------------------------------------------------------------
 
@@ -179,6 +181,19 @@ COMUNS: dict[int, OpenApiResponse] = {401: E401, 403: E403, 429: E429}
 
 # --- Report requests and jobs -------------------------------------------------------
 
+
+def _codigo_de_loja() -> serializers.CharField:
+    # normalizacao._lojas: stripped, 1 to CODIGO_LOJA_MAX characters, no
+    # control characters.
+    return serializers.CharField(
+        min_length=1,
+        max_length=CODIGO_LOJA_MAX,
+        validators=[RegexValidator(_CODIGO_DE_LOJA)],
+    )
+
+
+_CODIGO_DE_LOJA = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+
 # The job shapes' `status` choices (named in ENUM_NAME_OVERRIDES).
 STATUS_EM_ANDAMENTO = [Status.PENDENTE.value, Status.EXECUTANDO.value]
 STATUS_PRONTO = [Status.PRONTO.value]
@@ -204,13 +219,19 @@ class ParametrosSerializer(serializers.Serializer):
 
     inicio = CampoData()
     fim = CampoData()
+    # null is taken as absent (normalizacao.normalizar): documented as such,
+    # or a client sending it would be told it is invalid when it is not.
     agrupar = serializers.ChoiceField(
-        choices=["dia", "mes"], required=False, help_text="Padrão: `dia`."
+        choices=["dia", "mes"],
+        required=False,
+        allow_null=True,
+        help_text="Padrão (ausente ou null): `dia`.",
     )
     lojas = serializers.ListField(
-        child=serializers.CharField(),
+        child=_codigo_de_loja(),
         required=False,
-        help_text="Códigos de loja do tenant; ausente ou `[]`: todas.",
+        allow_null=True,
+        help_text="Códigos de loja do tenant; ausente, null ou `[]`: todas.",
     )
     notificar_email = serializers.BooleanField(
         required=False,
@@ -643,12 +664,22 @@ class NovoAgendamentoSerializer(serializers.Serializer):
     prazo_minutos = serializers.IntegerField(
         min_value=1, max_value=62 * 24 * 60, help_text="Prazo do alerta de ausência."
     )
-    agrupar = serializers.ChoiceField(choices=["dia", "mes"], required=False)
-    lojas = serializers.ListField(child=serializers.CharField(), required=False)
-    destinatarios = serializers.ListField(
-        child=serializers.EmailField(), required=False
+    # The optional fields take null as absent (agendamentos.criar's defaults).
+    agrupar = serializers.ChoiceField(
+        choices=["dia", "mes"], required=False, allow_null=True
     )
-    recuperacao = serializers.ChoiceField(choices=Recuperacao.choices, required=False)
+    lojas = serializers.ListField(
+        child=_codigo_de_loja(), required=False, allow_null=True
+    )
+    destinatarios = serializers.ListField(
+        child=serializers.EmailField(), required=False, allow_null=True
+    )
+    recuperacao = serializers.ChoiceField(
+        choices=Recuperacao.choices,
+        required=False,
+        allow_null=True,
+        help_text="Padrão (ausente ou null): `ultima`.",
+    )
 
 
 class OcorrenciaSerializer(serializers.Serializer):
@@ -793,7 +824,10 @@ class NovoWebhookSerializer(serializers.Serializer):
         max_length=2000,
         help_text="`https://` para um endereço público (regra contra SSRF).",
     )
-    eventos = serializers.ListField(child=serializers.ChoiceField(Evento.choices))
+    # At least one (notificacoes.validar_eventos refuses an empty list).
+    eventos = serializers.ListField(
+        child=serializers.ChoiceField(Evento.choices), min_length=1
+    )
 
 
 class WebhookSerializer(serializers.Serializer):
@@ -908,8 +942,20 @@ LINKS: dict[tuple[str, str], dict[str, Any]] = {
 }
 
 
+# Request bodies whose unknown fields are a 400 (`campo desconhecido`).
+CORPOS_FECHADOS = ("Parametros", "NovoAgendamento", "NovoWebhook")
+
+
 def acrescentar_links(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """Postprocessing hook: OpenAPI links, which drf-spectacular cannot declare."""
+    """Postprocessing hook: what drf-spectacular cannot declare.
+
+    OpenAPI links, and `additionalProperties: false` on the request bodies
+    that refuse unknown fields.
+    """
+    componentes = result.get("components", {}).get("schemas", {})
+    for nome in CORPOS_FECHADOS:
+        if nome in componentes:
+            componentes[nome]["additionalProperties"] = False
     for operacoes in result.get("paths", {}).values():
         for operacao in operacoes.values():
             if not isinstance(operacao, dict) or "operationId" not in operacao:
