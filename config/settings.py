@@ -69,6 +69,10 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    # OpenAPI 3 of the API (relatorios/api/esquema.py) and its Swagger UI and
+    # Redoc pages, whose assets come from the sidecar's static files (no CDN).
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     # Before django_q: its `qcluster` command is extended here (sweep, graceful stop).
     "relatorios",
     "django_q",
@@ -249,6 +253,46 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     # One UPSERT per request on an unlogged table (relatorios/api/limites.py).
     "DEFAULT_THROTTLE_CLASSES": ["relatorios.api.limites.LimitePorToken"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# The OpenAPI document (/api/schema/, docs/openapi.yaml); what it says per
+# operation is declared in relatorios/api/esquema.py.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "relatorios",
+    "DESCRIPTION": (
+        "Relatórios do ERP gerados em segundo plano, por tenant. Envie "
+        "`Authorization: Token <chave>` em todo pedido. Todo erro é JSON "
+        '`{"erro": ..., "campo": ...}`: também 404 para caminhos desconhecidos '
+        "sob `/relatorios/`, 405 com `Allow` para um método que a URL não "
+        "atende e 413 para um corpo acima do limite. Os caminhos aceitam "
+        "também uma barra final, sem redirecionamento."
+    ),
+    "VERSION": "1",
+    # The schema describes the API, not itself.
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Anyone may read the contract and the docs pages (they hold no data).
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    # Swagger UI and Redoc from drf-spectacular-sidecar's static files.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "PREPROCESSING_HOOKS": ["relatorios.api.esquema.so_a_api"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "relatorios.api.esquema.acrescentar_links",
+    ],
+    # Ids are bigint: the `job` converter's digits, 1 .. 2^63-1.
+    "PATH_CONVERTER_OVERRIDES": {
+        "job": {"type": "integer", "format": "int64", "minimum": 1},
+    },
+    # `status` has a different choice set in each job shape.
+    "ENUM_NAME_OVERRIDES": {
+        "StatusEmAndamentoEnum": "relatorios.api.esquema.STATUS_EM_ANDAMENTO",
+        "StatusProntoEnum": "relatorios.api.esquema.STATUS_PRONTO",
+        "StatusFalhouEnum": "relatorios.api.esquema.STATUS_FALHOU",
+    },
 }
 
 # Per token: at most this many API requests per window, then 429 with

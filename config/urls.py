@@ -2,6 +2,11 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.urls import include, path
+from drf_spectacular.views import (
+    SpectacularAPIView,
+    SpectacularRedocView,
+    SpectacularSwaggerView,
+)
 
 from relatorios import saude
 
@@ -10,6 +15,11 @@ urlpatterns = [
     # For an external monitor: no auth, outside /relatorios/ (relatorios/saude.py).
     path("healthz", saude.healthz, name="healthz"),
     path("readyz", saude.readyz, name="readyz"),
+    # The API's OpenAPI 3 document and its pages (assets from the sidecar's
+    # static files, no CDN); docs/openapi.yaml is the committed copy.
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
     path("", include("relatorios.api.urls")),
     path("", include("relatorios.urls")),
 ]

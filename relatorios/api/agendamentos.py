@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from relatorios import agendamentos
+from relatorios.api import esquema
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.api.serializers import SerializerDeSaida
 from relatorios.consultas import ID_MAXIMO
@@ -119,10 +120,12 @@ def local(agendamento_id: int) -> str:
 class Agendamentos(APIView):
     """GET: the tenant's schedules. POST: create one (201)."""
 
+    @esquema.listar_agendamentos
     def get(self, request: Request) -> Response:
         lista = _do_tenant(request).order_by("id")
         return Response({"agendamentos": AgendamentoSerializer(lista, many=True).data})
 
+    @esquema.criar_agendamento
     def post(self, request: Request) -> Response:
         corpo = request.data
         if not isinstance(corpo, Mapping):
@@ -164,9 +167,11 @@ class Agendamentos(APIView):
 class DetalheDoAgendamento(APIView):
     """GET: one schedule with its next firings and latest occurrences. DELETE."""
 
+    @esquema.ver_agendamento
     def get(self, request: Request, agendamento_id: int) -> Response:
         return Response(_detalhe(_agendamento(request, agendamento_id)))
 
+    @esquema.excluir_agendamento
     def delete(self, request: Request, agendamento_id: int) -> Response:
         agendamento = _agendamento(request, agendamento_id)
         agendamentos.excluir(
@@ -178,6 +183,7 @@ class DetalheDoAgendamento(APIView):
 class PausarAgendamento(APIView):
     """POST: stop firing (idempotent: an already paused schedule stays paused)."""
 
+    @esquema.pausar_agendamento
     def post(self, request: Request, agendamento_id: int) -> Response:
         agendamento = _agendamento(request, agendamento_id)
         agendamentos.pausar(
@@ -189,6 +195,7 @@ class PausarAgendamento(APIView):
 class RetomarAgendamento(APIView):
     """POST: fire again from now on (idempotent)."""
 
+    @esquema.retomar_agendamento
     def post(self, request: Request, agendamento_id: int) -> Response:
         agendamento = _agendamento(request, agendamento_id)
         agendamentos.retomar(
@@ -200,6 +207,7 @@ class RetomarAgendamento(APIView):
 class Alertas(APIView):
     """GET: the tenant's alerts, newest first; `?situacao=abertos|fechados`."""
 
+    @esquema.listar_alertas
     def get(self, request: Request) -> Response:
         lista = Alerta.objects.filter(tenant_id=tenant_do_pedido(request))
         situacao = request.query_params.get("situacao")

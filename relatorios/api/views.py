@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from relatorios import consultas, notificacoes, planilha, services
+from relatorios.api import esquema
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.api.serializers import (
@@ -46,6 +47,9 @@ def local_do_job(job_id: int) -> str:
 
 class SubmeterRelatorio(APIView):
     """POST /relatorios/<tipo>: 202 and a job id, or 200 with a valid result."""
+
+    # Documented once per registered type (relatorios/api/esquema.py).
+    schema = esquema.EsquemaDoSubmeter()
 
     def post(self, request: Request, tipo: str) -> Response:
         params_brutos, email = _separar_notificacao(request)
@@ -94,6 +98,7 @@ class StatusDoJob(APIView):
 
     authentication_classes = TOKEN_OU_SESSAO
 
+    @esquema.status_do_job
     def get(self, request: Request, job_id: int) -> Response:
         job = consultas.estado_do_job(
             tenant_id=tenant_do_pedido(request), job_id=job_id
@@ -132,6 +137,7 @@ class ResultadoCsv(APIView):
     authentication_classes = TOKEN_OU_SESSAO
     content_negotiation_class = SemNegociacao
 
+    @esquema.resultado_csv
     def get(self, request: Request, job_id: int) -> HttpResponseBase:
         job = consultas.job_do_tenant(
             tenant_id=tenant_do_pedido(request),

@@ -13,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from relatorios import consultas, notificacoes
+from relatorios.api import esquema
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.models import Webhook
 from relatorios.normalizacao import ErroDeParametro
@@ -38,10 +39,12 @@ class WebhookCriadoSerializer(WebhookSerializer):
 class Webhooks(APIView):
     """GET /relatorios/webhooks: the tenant's webhooks; POST: register one."""
 
+    @esquema.listar_webhooks
     def get(self, request: Request) -> Response:
         webhooks = Webhook.objects.filter(tenant_id=tenant_do_pedido(request))
         return Response(WebhookSerializer(webhooks, many=True).data)
 
+    @esquema.criar_webhook
     def post(self, request: Request) -> Response:
         dados = _objeto(request.data)
         webhook = notificacoes.registrar_webhook(
@@ -60,12 +63,14 @@ class Webhooks(APIView):
 class WebhookDoTenant(APIView):
     """GET/DELETE /relatorios/webhooks/<id>; another tenant's is a 404."""
 
+    @esquema.ver_webhook
     def get(self, request: Request, webhook_id: int) -> Response:
         webhook = webhook_do_tenant(
             tenant_id=tenant_do_pedido(request), webhook_id=webhook_id
         )
         return Response(WebhookSerializer(webhook).data)
 
+    @esquema.excluir_webhook
     def delete(self, request: Request, webhook_id: int) -> Response:
         tenant_id = tenant_do_pedido(request)
         webhook = webhook_do_tenant(tenant_id=tenant_id, webhook_id=webhook_id)
