@@ -3,13 +3,15 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from relatorios import saude
+from relatorios import metricas, saude
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     # For an external monitor: no auth, outside /relatorios/ (relatorios/saude.py).
     path("healthz", saude.healthz, name="healthz"),
     path("readyz", saude.readyz, name="readyz"),
+    # For Prometheus: configured networks or a bearer token (relatorios/metricas.py).
+    path("metrics", metricas.exportar, name="metricas"),
     path("", include("relatorios.api.urls")),
     path("", include("relatorios.urls")),
 ]

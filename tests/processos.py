@@ -36,7 +36,8 @@ def ambiente(**extras: str) -> dict[str, str]:
     credenciais = f"{usuario}:{quote(senha)}@" if senha else f"{usuario}@"
     # Test defaults first, then what the test set in the environment (the
     # `ajustes` fixture), then the explicit extras.
-    env = {"RELATORIOS_HEARTBEAT_S": "0.5", "Q_POLL_S": "0.05"}
+    # Logs as key=value, which the tests grep (test_logs.py asks for JSON).
+    env = {"RELATORIOS_HEARTBEAT_S": "0.5", "Q_POLL_S": "0.05", "LOG_FORMAT": "texto"}
     env.update(os.environ)
     # Set for the browser test's own process only (tests/test_navegador.py).
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

@@ -10,13 +10,18 @@ becomes readable. An idle connection whose socket has nothing to read is
 therefore alive as far as a check can tell (a `SELECT 1` would not see a
 silently dead network either); one with something to read gets Django's full
 check.
+
+It extends django-prometheus' PostgreSQL wrapper rather than Django's: that
+one counts connections, statements and errors and times each statement
+(django_db_*), and changes nothing else. The health check below overrides
+only `is_usable`, so the two compose.
 """
 
 from __future__ import annotations
 
 import select
 
-from django.db.backends.postgresql import base
+from django_prometheus.db.backends.postgresql import base
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
