@@ -30,7 +30,8 @@ demo: db
 
 run: demo
 	$(BIN)/python manage.py collectstatic --noinput -v 0
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
+	# Readable key=value logs in a terminal; production's default is JSON lines.
+	LOG_FORMAT=$${LOG_FORMAT:-texto} PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
 
 test: install
 	bash .ci/dependencias-do-sistema

@@ -125,10 +125,9 @@ def iniciar_cluster(log: Path, **extras: str) -> Processo:
 
 def iniciar_gunicorn(log: Path, **extras: str) -> tuple[Processo, str]:
     porta = porta_livre()
+    # No access log unless a test asks for one (test_logs.py does).
     env = ambiente(
-        GUNICORN_BIND=f"127.0.0.1:{porta}",
-        GUNICORN_ACCESSLOG="",
-        **extras,
+        **{"GUNICORN_BIND": f"127.0.0.1:{porta}", "GUNICORN_ACCESSLOG": "", **extras}
     )
     processo = Processo(
         [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"],
