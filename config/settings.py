@@ -352,6 +352,10 @@ RELATORIOS_METRICAS_TOKEN = env_str("RELATORIOS_METRICAS_TOKEN", "")
 # this port (0: off), on this address.
 RELATORIOS_METRICAS_PORTA = env_int("RELATORIOS_METRICAS_PORTA", 0)
 RELATORIOS_METRICAS_ENDERECO = env_str("RELATORIOS_METRICAS_ENDERECO", "127.0.0.1")
+# django-prometheus' per-statement metrics (django_db_execute_total, query
+# durations): about 40 µs of CPU per statement, so off by default; connection
+# counts are always on (relatorios/banco/base.py).
+RELATORIOS_METRICAS_SQL = env_bool("RELATORIOS_METRICAS_SQL", False)
 
 # --- Notifications (relatorios/notificacoes.py) ---------------------------------
 

@@ -286,29 +286,45 @@ def test_quem_pode_ler_as_metricas(
     assert metricas.autorizado(endereco=endereco, autorizacao=autorizacao) is esperado
 
 
-@pytest.mark.django_db(transaction=True)
-def test_banco_com_metricas_segue_sem_ida_ao_banco_no_health_check() -> None:
-    assert isinstance(connections["default"], WrapperDoDjangoPrometheus)
-    connection.ensure_connection()
-    antes = REGISTRY.get_sample_value(
-        "django_db_execute_total", {"alias": "default", "vendor": "postgresql"}
-    )
+ROTULOS_DO_BANCO = {"alias": "default", "vendor": "postgresql"}
+
+
+def contador_do_banco(nome: str) -> float:
+    return REGISTRY.get_sample_value(nome, ROTULOS_DO_BANCO) or 0.0
+
+
+def sem_ida_ao_banco() -> tuple[bool, str]:
+    """(is_usable(), what the client sent to the server meanwhile)."""
     with tempfile.NamedTemporaryFile(mode="w+") as arquivo:
         connection.connection.pgconn.trace(arquivo.fileno())
         try:
             usavel = connection.is_usable()
         finally:
             connection.connection.pgconn.untrace()
-        rastro = Path(arquivo.name).read_text()
+        return usavel, Path(arquivo.name).read_text()
+
+
+@pytest.mark.parametrize(("por_comando", "contados"), [(False, 0), (True, 1)])
+@pytest.mark.django_db(transaction=True)
+def test_banco_com_metricas_segue_sem_ida_ao_banco_no_health_check(
+    por_comando: bool, contados: int, settings: Any
+) -> None:
+    settings.RELATORIOS_METRICAS_SQL = por_comando
+    connection.close()  # the cursor factory is chosen when connecting
+    conexoes = contador_do_banco("django_db_new_connections_total")
+    connection.ensure_connection()
+    comandos = contador_do_banco("django_db_execute_total")
+
+    usavel, rastro = sem_ida_ao_banco()
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
-    depois = REGISTRY.get_sample_value(
-        "django_db_execute_total", {"alias": "default", "vendor": "postgresql"}
-    )
 
+    assert isinstance(connections["default"], WrapperDoDjangoPrometheus)
     assert usavel
-    assert rastro == ""
-    assert depois == (antes or 0) + 1
+    assert rastro == ""  # not a single message to the server
+    assert contador_do_banco("django_db_new_connections_total") == conexoes + 1
+    assert contador_do_banco("django_db_execute_total") == comandos + contados
+    connection.close()
 
 
 def test_gauges_vivos_de_processos_mortos_saem_da_pasta(
