@@ -46,6 +46,8 @@ def test_um_pedido_se_segue_por_request_id_em_json_sem_segredos(
         RELATORIOS_METRICAS_TOKEN=TOKEN_DAS_METRICAS,
         LOG_LEVEL="DEBUG",
     )
+    for anterior in pasta_saida.glob("*.log"):
+        anterior.unlink()  # the processes append: only this run's lines
     com_vendas(tenant)
     gancho = webhook(tenant, receptor.url, ["job.pronto"])
     trabalhador = cluster()
