@@ -43,6 +43,8 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+from django_prometheus.middleware import PrometheusAfterMiddleware
+from django_prometheus.utils import Time, TimeSince
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -450,6 +452,52 @@ def exportar(request: HttpRequest) -> HttpResponse:
             "proibido\n", status=403, content_type="text/plain; charset=utf-8"
         )
     return HttpResponse(exposicao(), content_type=CONTENT_TYPE_LATEST)
+
+
+# --- HTTP (django-prometheus) ------------------------------------------------------
+
+
+class MetricasHttp(PrometheusAfterMiddleware):
+    """django-prometheus' middleware, keeping two of its ~15 updates per request.
+
+    Its pair of middlewares counts each request in about fifteen series
+    (by method, by transport, body sizes, charset, latency before and after
+    the other middlewares...): measured here, 300 µs of CPU on a 1.9 ms status
+    poll in multiprocess mode. This one, first in MIDDLEWARE, keeps responses
+    by status, view and method and the latency by view and method (all the
+    middlewares included), the series the dashboard reads, with the same
+    names, and exceptions by type.
+    """
+
+    def process_request(self, request: HttpRequest) -> None:
+        request.prometheus_after_middleware_event = Time()  # type: ignore[attr-defined]
+
+    def process_view(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def process_template_response(
+        self, request: HttpRequest, response: HttpResponse
+    ) -> HttpResponse:
+        return response
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponse
+    ) -> HttpResponse:
+        metodo = self._method(request)
+        view = self._get_view_name(request)
+        self.metrics.responses_by_status_view_method.labels(
+            status=str(response.status_code), view=view, method=metodo
+        ).inc()
+        inicio = getattr(request, "prometheus_after_middleware_event", None)
+        if inicio is not None:
+            self.metrics.requests_latency_by_view_method.labels(
+                view=view, method=metodo
+            ).observe(TimeSince(inicio))
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+        # Only the count: the response Django makes of it passes above.
+        self.metrics.exceptions_by_type.labels(type=type(exception).__name__).inc()
 
 
 # --- A cluster's own port ------------------------------------------------------------

@@ -344,3 +344,22 @@ def test_gauges_vivos_de_processos_mortos_saem_da_pasta(
         f"counter_{morto}.db",
         f"gauge_livesum_{os.getpid()}.db",
     ]
+
+
+def test_http_conta_resposta_e_latencia_por_view_uma_vez(client: Client) -> None:
+    def valor(nome: str, **rotulos: str) -> float:
+        return REGISTRY.get_sample_value(nome, rotulos) or 0.0
+
+    respostas = "django_http_responses_total_by_status_view_method_total"
+    latencia = "django_http_requests_latency_seconds_by_view_method_count"
+    antes = (
+        valor(respostas, status="200", view="healthz", method="GET"),
+        valor(latencia, view="healthz", method="GET"),
+    )
+
+    assert client.get("/healthz").status_code == 200
+
+    assert (
+        valor(respostas, status="200", view="healthz", method="GET") - antes[0],
+        valor(latencia, view="healthz", method="GET") - antes[1],
+    ) == (1, 1)
