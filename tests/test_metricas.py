@@ -131,16 +131,25 @@ def test_metricas_da_web_e_do_cluster_contam_o_que_aconteceu(
     )
     com_vendas(tenant)
     porta_do_cluster = processos.porta_livre()
-    cluster(RELATORIOS_METRICAS_PORTA=str(porta_do_cluster))
+    trabalhador = cluster(RELATORIOS_METRICAS_PORTA=str(porta_do_cluster))
     web, url = processos.iniciar_gunicorn(
         pasta_saida / "gunicorn.log", GUNICORN_WORKERS="2"
     )
     try:
         respostas = [submeter_http(url, token, f"pedido-{n}") for n in range(1, 4)]
         job = RelatorioJob.objects.get(tenant=tenant)
+        quebrado = services.submeter(
+            tenant_id=tenant.pk,
+            tipo="teste_quebrado",
+            params_brutos={"inicio": "2026-01-01", "fim": "2026-01-31"},
+            usuario_id=None,
+        ).job.id
         helpers.esperar(
-            lambda: helpers.job(job.pk).status == Status.PRONTO,
-            descricao="o job ficar pronto",
+            lambda: (
+                helpers.job(job.pk).status == Status.PRONTO
+                and helpers.job(quebrado).status == Status.FALHOU
+            ),
+            descricao="um job pronto e outro falho",
         )
         alerta_aberto(tenant)
 
@@ -150,6 +159,8 @@ def test_metricas_da_web_e_do_cluster_contam_o_que_aconteceu(
         do_cluster = raspar(
             f"http://127.0.0.1:{porta_do_cluster}/metrics", token=TOKEN_DAS_METRICAS
         )
+        trabalhador.parar()  # no cluster left: the web's scrape says so
+        sem_cluster = raspar(f"{url}/metrics", token=TOKEN_DAS_METRICAS)
     finally:
         web.parar()
 
@@ -173,6 +184,7 @@ def test_metricas_da_web_e_do_cluster_contam_o_que_aconteceu(
     finalizados = "relatorios_jobs_finalizados_total"
     assert valor(do_cluster, finalizados, tipo="vendas", status="pronto") == 1
     assert valor(do_cluster, finalizados, tipo="vendas", status="falhou") is None
+    assert valor(do_cluster, finalizados, tipo="teste_quebrado", status="falhou") == 1
     assert (
         valor(do_cluster, "relatorios_job_duracao_segundos_count", tipo="vendas") == 1
     )
@@ -187,6 +199,10 @@ def test_metricas_da_web_e_do_cluster_contam_o_que_aconteceu(
         assert valor(raspagem, "relatorios_estado_coletado") == 1
         assert valor(raspagem, "relatorios_agendamentos_ativos") == 1
         assert valor(raspagem, "relatorios_cluster_batimento_idade_segundos") < 60
+    assert valor(sem_cluster, "relatorios_clusters_vivos") == 0
+    assert valor(sem_cluster, "relatorios_cluster_batimento_idade_segundos") == float(
+        "inf"
+    )
     # django-prometheus' HTTP metrics, by view: the three POSTs of the submit.
     por_view = [
         v
