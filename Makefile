@@ -28,9 +28,10 @@ db: install
 demo: db
 	$(BIN)/python manage.py preparar_demo
 
+# Readable key=value logs in a terminal; production's default is JSON lines.
 run: demo
 	$(BIN)/python manage.py collectstatic --noinput -v 0
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
+	LOG_FORMAT=$${LOG_FORMAT:-texto} PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
 
 test: install
 	bash .ci/dependencias-do-sistema

@@ -13,12 +13,22 @@ put a buffering proxy in front, or set GUNICORN_THREADS > 1 (gthread).
 """
 
 import os
+import sys
+from pathlib import Path
+from typing import Any
+
+# gunicorn loads this file by path: the project's root is not on sys.path yet.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from config.logs import configuracao as configuracao_de_logs
 
 bind = os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS") or len(os.sched_getaffinity(0)) + 1)
 threads = int(os.environ.get("GUNICORN_THREADS") or 1)
 worker_class = "gthread" if threads > 1 else "sync"
 accesslog = os.environ.get("GUNICORN_ACCESSLOG", "-") or None
+# The master's lines and the access log in the application's format (JSON
+# lines or key=value, config/logs.py); the workers apply the same LOGGING.
+logconfig_dict = configuracao_de_logs(acesso=accesslog is not None)
 # The web's statements are lookups by key and small inserts, run thousands of
 # times: prepared statements with generic plans suit them (B1: PostgreSQL CPU
 # per status request 0.22 -> 0.11 ms, per dedup hit 0.50 -> 0.32 ms). They are
@@ -50,3 +60,26 @@ def on_starting(server: object) -> None:
     from config.arranque import exigir_web
 
     exigir_web()
+    # Metrics of every worker in one folder, emptied now (config/metricas_dir.py);
+    # the workers inherit PROMETHEUS_MULTIPROC_DIR when they are forked.
+    from config import metricas_dir
+
+    pasta, privada = metricas_dir.preparar("web")
+    _pasta_de_metricas[:] = [pasta] if privada else []
+
+
+_pasta_de_metricas: list[Path] = []
+
+
+def child_exit(server: object, worker: Any) -> None:
+    """A worker exited: its live gauges leave the scrape (its counters stay)."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server: object) -> None:
+    for pasta in _pasta_de_metricas:
+        from config import metricas_dir
+
+        metricas_dir.remover(pasta)

@@ -13,6 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.arranque import CHAVE_DE_DESENVOLVIMENTO
+from config.logs import configuracao as configuracao_de_logs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -79,7 +80,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # django-prometheus' responses by status and view, and latency by view,
+    # first so every answer and every middleware's time is counted; only
+    # those two of its series (relatorios/metricas.py says why).
+    "relatorios.metricas.MetricasHttp",
     "django.middleware.security.SecurityMiddleware",
+    # X-Request-ID in (validated or made), out, and on every log line.
+    "relatorios.logs.RequestIdMiddleware",
     # Refuses an oversized body from its Content-Length, before anything reads
     # it (the API's JSON parser reads the stream itself, past Django's limit).
     "relatorios.api.entrada.LimiteDoCorpo",
@@ -130,7 +137,8 @@ DATABASES = {
     )
 }
 # The same backend with a health check that needs no round trip while the
-# connection's socket is quiet (relatorios/banco/base.py).
+# connection's socket is quiet, on top of django-prometheus' wrapper that
+# counts and times statements (relatorios/banco/base.py).
 DATABASES["default"]["ENGINE"] = "relatorios.banco"
 # Server-side prepared statements, off by default and on in the web workers
 # (config/gunicorn.py). psycopg prepares a statement once it has run
@@ -374,6 +382,25 @@ RELATORIOS_VERIFICADOR_MAX_S = env_float("RELATORIOS_VERIFICADOR_MAX_S", 60.0)
 # The version a cluster records (relatorio_clusters.versao); empty: pyproject's.
 RELATORIOS_VERSAO = env_str("RELATORIOS_VERSAO", "")
 
+# --- Metrics (relatorios/metricas.py) -------------------------------------------
+
+# Who may read /metrics (and a cluster's metrics port) without a token:
+# comma-separated networks, e.g. 10.0.0.0/8. Anyone else gets 403.
+RELATORIOS_METRICAS_REDES = env_list(
+    "RELATORIOS_METRICAS_REDES", ["127.0.0.0/8", "::1/128"]
+)
+# A bearer token that also grants access (Authorization: Bearer <token>),
+# for a Prometheus outside those networks; empty: no token accepted.
+RELATORIOS_METRICAS_TOKEN = env_str("RELATORIOS_METRICAS_TOKEN", "")
+# A cluster host has no web server: its qcluster serves its own metrics on
+# this port (0: off), on this address.
+RELATORIOS_METRICAS_PORTA = env_int("RELATORIOS_METRICAS_PORTA", 0)
+RELATORIOS_METRICAS_ENDERECO = env_str("RELATORIOS_METRICAS_ENDERECO", "127.0.0.1")
+# django-prometheus' per-statement metrics (django_db_execute_total, query
+# durations): about 40 µs of CPU per statement, so off by default; connection
+# counts are always on (relatorios/banco/base.py).
+RELATORIOS_METRICAS_SQL = env_bool("RELATORIOS_METRICAS_SQL", False)
+
 # --- Notifications (relatorios/notificacoes.py) ---------------------------------
 
 # Absolute base of links in notifications (status URL, job page), e.g.
@@ -439,20 +466,6 @@ Q_CLUSTER = {
 
 # --- Logging -------------------------------------------------------------------
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "chave_valor": {
-            "()": "relatorios.logs.FormatadorChaveValor",
-            "format": "%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s",
-        },
-    },
-    "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "chave_valor"},
-    },
-    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {
-        "django-q": {"level": env_str("Q_LOG_LEVEL", "INFO")},
-    },
-}
+# JSON lines (LOG_FORMAT=json, default) or key=value (LOG_FORMAT=texto);
+# gunicorn's access log and its own lines too (config/logs.py).
+LOGGING = configuracao_de_logs(acesso=bool(os.environ.get("GUNICORN_ACCESSLOG", "-")))

@@ -8,7 +8,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerView,
 )
 
-from relatorios import saude
+from relatorios import metricas, saude
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -20,6 +20,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    # For Prometheus: configured networks or a bearer token (relatorios/metricas.py).
+    path("metrics", metricas.exportar, name="metricas"),
     path("", include("relatorios.api.urls")),
     path("", include("relatorios.urls")),
 ]

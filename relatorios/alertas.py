@@ -28,7 +28,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from relatorios import agendamentos, notificacoes, services
+from relatorios import agendamentos, metricas, notificacoes, services
 from relatorios.models import Agendamento, Alerta, Evento, Ocorrencia, Status
 from relatorios.services import Acao
 
@@ -214,9 +214,11 @@ def _abrir_alerta(
         return
     notificacoes.enfileirar_alerta(alerta_id=linha[0], evento=Evento.ALERTA_ABERTO)
     resultado.abertos += 1
+    metricas.alerta_aberto()
     logger.warning(
         "alerta aberto",
         extra={
+            "evento": "alerta_aberto",
             "alerta_id": linha[0],
             "ocorrencia_id": ocorrencia_id,
             "tenant_id": tenant_id,
@@ -244,7 +246,12 @@ def _fechar_prontos(resultado: Verificacao) -> None:
             )
             resultado.fechados += 1
             logger.info(
-                "alerta fechado", extra={"alerta_id": alerta_id, "job_id": job_id}
+                "alerta fechado",
+                extra={
+                    "evento": "alerta_fechado",
+                    "alerta_id": alerta_id,
+                    "job_id": job_id,
+                },
             )
 
 

@@ -37,7 +37,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django_q.exceptions import TimeoutException
 
-from relatorios import services, tipos
+from relatorios import logs, metricas, services, tipos
 from relatorios.services import JobReivindicado, Tentativa
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio
 
@@ -48,6 +48,14 @@ NIVEL_DO_DESFECHO = {
     "pronto": logging.INFO,
     PERDIDO: logging.INFO,
     "falhou": logging.ERROR,
+}
+# The `evento` of the "job terminado" line, by outcome.
+EVENTO_DO_DESFECHO = {
+    "pronto": "concluido",
+    "falhou": "falhou",
+    "adiado": "adiado",
+    PERDIDO: "perdido",
+    DESLIGAMENTO: "devolvido",
 }
 
 
@@ -62,6 +70,8 @@ class Execucao:
     tentativa: Tentativa
     conexao: Any  # the main thread's psycopg connection, to cancel its query
     motivo: str | None = None
+    # Which time limit stopped it, if one did (consulta, parada_forcada).
+    timeout: str | None = None
     _trava: threading.Lock = field(default_factory=threading.Lock)
 
     def parar(self, motivo: str) -> None:
@@ -138,8 +148,18 @@ def executar(*, job_id: int) -> None:
         logger.info("job não reivindicado", extra={"job_id": job_id})
         return
     inicio = time.monotonic()
-    campos = {"job_id": job_id, "tenant_id": job.tenant_id, "tipo": job.tipo}
-    logger.info("job iniciado", extra={**campos, "tentativa": job.tentativa.numero})
+    # Every line about this job, from every thread's records, carries the id
+    # of the request behind it (relatorios/logs.py).
+    contexto = logs.definir_request_id(job.request_id)
+    campos = {
+        "job_id": job_id,
+        "tenant_id": job.tenant_id,
+        "tipo": job.tipo,
+        "tentativa": job.tentativa.numero,
+    }
+    logger.info("job iniciado", extra={**campos, "evento": "iniciado"})
+    metricas.job_iniciado(tipo=job.tipo, espera_s=job.espera_s)
+    metricas.EXECUTANDO_AQUI.inc()
     connection.ensure_connection()
     execucao = Execucao(tentativa=job.tentativa, conexao=connection.connection)
     batimento = Batimento(execucao, settings.RELATORIOS_HEARTBEAT_S)
@@ -151,12 +171,25 @@ def executar(*, job_id: int) -> None:
     finally:
         _atual = None
         batimento.encerrar()
-        duracao = round(time.monotonic() - inicio, 3)
+        duracao = time.monotonic() - inicio
+        metricas.EXECUTANDO_AQUI.dec()
+        metricas.job_terminado(
+            tipo=job.tipo,
+            desfecho=desfecho,
+            duracao_s=duracao,
+            timeout=execucao.timeout,
+        )
         logger.log(
             NIVEL_DO_DESFECHO.get(desfecho, logging.WARNING),
             "job terminado",
-            extra={**campos, "desfecho": desfecho, "duracao_s": duracao},
+            extra={
+                **campos,
+                "evento": EVENTO_DO_DESFECHO.get(desfecho, "interrompido"),
+                "desfecho": desfecho,
+                "duracao_ms": round(duracao * 1000),
+            },
         )
+        logs.restaurar_request_id(contexto)
     if desfecho == DESLIGAMENTO:
         # Handed back; this worker takes nothing more.
         raise SystemExit(0)
@@ -173,6 +206,7 @@ def _executar(job: JobReivindicado, execucao: Execucao) -> str:
         return "pronto" if ganhou else PERDIDO
     except TimeoutException:
         # django-q2's hard stop (a SystemExit): record it, then let the worker die.
+        execucao.timeout = "parada_forcada"
         _reconectar()
         services.adiar(
             tentativa=tentativa,
@@ -189,6 +223,8 @@ def _executar(job: JobReivindicado, execucao: Execucao) -> str:
             services.devolver(tentativa=tentativa)
             return DESLIGAMENTO
         erro, detalhe = mensagem_para_tenant(exc), traceback.format_exc()
+        if isinstance(exc.__cause__ or exc, psycopg.errors.QueryCanceled):
+            execucao.timeout = "consulta"
         if transitoria(exc):
             status = services.adiar(tentativa=tentativa, erro=erro, detalhe=detalhe)
             return "adiado" if status == "pendente" else str(status or PERDIDO)

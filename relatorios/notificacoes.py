@@ -47,7 +47,7 @@ from django_q.models import OrmQ
 from django_q.tasks import async_task
 from standardwebhooks import Webhook as Assinador
 
-from relatorios import tipos
+from relatorios import logs, metricas, tipos
 from relatorios.consultas import json_do_banco
 from relatorios.fila import BrokerComAtraso
 from relatorios.models import Canal, Entrega, Evento, Webhook
@@ -530,6 +530,8 @@ class _Reivindicada:
     em_curso_ate: datetime
     url: str | None
     segredo: str | None
+    # The X-Request-ID of the job's request, if the delivery is about a job.
+    request_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -556,14 +558,20 @@ def entregar(*, entrega_id: int) -> str | None:
     entrega = _reivindicar(entrega_id)
     if entrega is None:
         return None
+    contexto = logs.definir_request_id(entrega.request_id)
     try:
-        desfecho = _enviar(entrega)
-    except Exception as exc:  # a bug or an unexpected library error: retried
-        logger.exception("entrega com erro", extra={"entrega_id": entrega_id})
-        desfecho = ResultadoDoEnvio(
-            ok=False, erro=_trecho(f"{type(exc).__name__}: {exc}")
-        )
-    return _registrar(entrega_id, entrega, desfecho)
+        try:
+            desfecho = _enviar(entrega)
+        except Exception as exc:  # a bug or an unexpected library error: retried
+            logger.exception("entrega com erro", extra={"entrega_id": entrega_id})
+            desfecho = ResultadoDoEnvio(
+                ok=False, erro=_trecho(f"{type(exc).__name__}: {exc}")
+            )
+        estado = _registrar(entrega_id, entrega, desfecho)
+        metricas.entrega(canal=entrega.canal, estado=estado, ok=desfecho.ok)
+        return estado
+    finally:
+        logs.restaurar_request_id(contexto)
 
 
 def atraso_de_reentrega(numero: int) -> float:
@@ -588,7 +596,9 @@ def _reivindicar(entrega_id: int) -> _Reivindicada | None:
                       (SELECT w.url FROM relatorio_webhooks w
                         WHERE w.id = e.webhook_id AND w.ativo),
                       (SELECT w.segredo FROM relatorio_webhooks w
-                        WHERE w.id = e.webhook_id AND w.ativo)
+                        WHERE w.id = e.webhook_id AND w.ativo),
+                      (SELECT j.request_id FROM relatorio_jobs j
+                        WHERE j.id = e.job_id)
             """,
             {"id": entrega_id, "prazo": prazo_de_envio_s()},
         )
@@ -606,6 +616,7 @@ def _reivindicar(entrega_id: int) -> _Reivindicada | None:
         em_curso_ate=linha[6],
         url=linha[7],
         segredo=linha[8],
+        request_id=linha[9],
     )
 
 
@@ -619,13 +630,20 @@ def _enviar(entrega: _Reivindicada) -> ResultadoDoEnvio:
         segredo=entrega.segredo,
         mensagem_id=entrega.mensagem_id,
         payload=entrega.payload,
+        request_id=entrega.request_id,
     )
 
 
 def postar_webhook(
-    *, url: str, segredo: str, mensagem_id: str, payload: Mapping[str, Any]
+    *,
+    url: str,
+    segredo: str,
+    mensagem_id: str,
+    payload: Mapping[str, Any],
+    request_id: str | None = None,
 ) -> ResultadoDoEnvio:
-    """One signed POST to a webhook, to the address checked just now."""
+    """One signed POST to a webhook, to the address checked just now; about a
+    job, with its request's `X-Request-ID` (outside the signed body)."""
     try:
         partes, porta, endereco = _destino(url)
     except DestinoRecusado as recusa:
@@ -639,6 +657,8 @@ def postar_webhook(
         "webhook-timestamp": str(int(agora.timestamp())),
         "webhook-signature": Assinador(segredo).sign(mensagem_id, agora, corpo),
     }
+    if request_id:
+        cabecalhos[logs.CABECALHO] = request_id
     caminho = (partes.path or "/") + (f"?{partes.query}" if partes.query else "")
     timeout = settings.RELATORIOS_WEBHOOK_TIMEOUT_S
     conexao = _conexao(partes, porta, endereco, timeout)

@@ -1,10 +1,16 @@
-"""Health endpoints for an external monitor: no auth, JSON, one query each.
+"""Health endpoints for an external monitor: no auth, JSON, no tenant data.
 
-- `GET /healthz`: this process answers and the database answers `SELECT 1`.
-- `GET /readyz`: the background half works: at least one cluster beat within
-  RELATORIOS_ORFAO_APOS_S and, when RELATORIOS_VERIFICADOR_MAX_S is set, a
-  checker of absence alerts ran within it. This is the one silence no check
-  inside a cluster can report: no cluster at all.
+- `GET /healthz` (liveness): this process answers, and nothing else: no
+  database. A liveness probe that fails restarts the process, and restarting
+  every web process because PostgreSQL is away fixes nothing and makes the
+  recovery slower; a database outage is readiness's business.
+- `GET /readyz` (readiness): the database answers (one statement), every
+  migration is applied (checked until it is true once per process, then
+  remembered: migrations are not unapplied under a running process), at
+  least one cluster beat within RELATORIOS_ORFAO_APOS_S and, when
+  RELATORIOS_VERIFICADOR_MAX_S is set, a checker of absence alerts ran within
+  it. This is the one silence no check inside a cluster can report: no
+  cluster at all.
 
 503 with the reasons (`problemas`) when a check fails; never cached.
 """
@@ -15,6 +21,7 @@ import logging
 
 from django.conf import settings
 from django.db import DatabaseError, connection
+from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -27,13 +34,6 @@ logger = logging.getLogger(__name__)
 @never_cache
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
-    except DatabaseError as erro:
-        logger.warning("healthz: banco indisponível", exc_info=True)
-        return _resposta([f"banco indisponível ({type(erro).__name__})"])
     return _resposta([])
 
 
@@ -42,10 +42,28 @@ def healthz(request: HttpRequest) -> JsonResponse:
 def readyz(request: HttpRequest) -> JsonResponse:
     try:
         saude = clusters.saude()
+        pendentes = migracoes_pendentes()
     except DatabaseError as erro:
         logger.warning("readyz: banco indisponível", exc_info=True)
         return _resposta([f"banco indisponível ({type(erro).__name__})"])
-    return _resposta(problemas(saude), **saude)
+    encontrados = problemas(saude)
+    if pendentes:
+        encontrados.append(f"{pendentes} migrações não aplicadas")
+    return _resposta(encontrados, **saude)
+
+
+_migracoes_em_dia = False
+
+
+def migracoes_pendentes() -> int:
+    """Migrations on disk not applied to the database (0 is remembered)."""
+    global _migracoes_em_dia
+    if _migracoes_em_dia:
+        return 0
+    executor = MigrationExecutor(connection)
+    plano = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    _migracoes_em_dia = not plano
+    return len(plano)
 
 
 def problemas(saude: clusters.Saude) -> list[str]:

@@ -32,7 +32,7 @@ from django.db.models.functions import Collate, Now
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
-from relatorios import normalizacao, notificacoes, tipos
+from relatorios import logs, metricas, normalizacao, notificacoes, tipos
 from relatorios.consultas import COLUNAS_ESTADO, JobEstado, json_do_banco
 from relatorios.fila import BrokerComAtraso
 from relatorios.models import (
@@ -63,6 +63,8 @@ class Submissao:
 
     job: JobEstado
     criado: bool
+    # Created by restarting a failed or expired job (`criado` is then True).
+    reiniciado: bool = False
 
 
 class LimiteDePendentes(Exception):
@@ -94,6 +96,10 @@ class JobReivindicado:
     params: dict[str, Any]
     fuso_horario: str
     checkpoint: dict[str, Any] | None
+    # The X-Request-ID of the request behind it, for the worker's log lines.
+    request_id: str | None = None
+    # First attempt only: seconds from the request (or restart) to this claim.
+    espera_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +124,44 @@ class Varredura:
 
 
 def submeter(
-    *, tenant_id: int, tipo: str, params_brutos: Any, usuario_id: int | None
+    *,
+    tenant_id: int,
+    tipo: str,
+    params_brutos: Any,
+    usuario_id: int | None,
+    request_id: str | None = None,
+) -> Submissao:
+    """Accept a report request (see `_submeter`), counting its outcome.
+
+    `request_id` (default: the current request's, relatorios/logs.py) is
+    stored with a job this request creates or restarts.
+    """
+    try:
+        submissao = _submeter(
+            tenant_id=tenant_id,
+            tipo=tipo,
+            params_brutos=params_brutos,
+            usuario_id=usuario_id,
+            request_id=request_id or logs.request_id_atual(),
+        )
+    except (normalizacao.ErroDeParametro, LimiteDePendentes):
+        metricas.submissao(tipo=tipo, desfecho="rejeitado")
+        raise
+    if not submissao.criado:
+        desfecho = "reaproveitado"
+    else:
+        desfecho = "reiniciado" if submissao.reiniciado else "novo"
+    metricas.submissao(tipo=tipo, desfecho=desfecho)
+    return submissao
+
+
+def _submeter(
+    *,
+    tenant_id: int,
+    tipo: str,
+    params_brutos: Any,
+    usuario_id: int | None,
+    request_id: str | None,
 ) -> Submissao:
     """Accept a report request: reuse the tenant's job for it or create one.
 
@@ -142,6 +185,17 @@ def submeter(
     for _ in range(3):
         atual, reiniciavel = _ler_por_chave(chave=chave, tenant_id=tenant_id)
         if atual is not None and not reiniciavel:
+            logger.info(
+                "job reaproveitado",
+                extra={
+                    "evento": "reaproveitado",
+                    "job_id": atual.id,
+                    "tenant_id": tenant_id,
+                    "tipo": tipo,
+                    "chave": chave[:12],
+                    "status": atual.status,
+                },
+            )
             return Submissao(job=atual, criado=False)
         if not lojas_verificadas:
             verificar_lojas(tenant_id=tenant_id, lojas=params["lojas"])
@@ -150,7 +204,7 @@ def submeter(
             _travar_tenant(cursor, tenant_id)
             pendentes, em_voo = _ocupacao(cursor, tenant_id)
             enfileirar = em_voo < settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT
-            novo = _inserir_ou_reiniciar(
+            novo, reiniciado = _inserir_ou_reiniciar(
                 cursor,
                 chave=chave,
                 tenant_id=tenant_id,
@@ -158,6 +212,7 @@ def submeter(
                 params=params,
                 usuario_id=usuario_id,
                 enfileirar=enfileirar,
+                request_id=request_id,
             )
             if novo is not None:
                 if pendentes >= settings.RELATORIOS_MAX_PENDENTES_POR_TENANT:
@@ -170,13 +225,16 @@ def submeter(
             logger.info(
                 "job aceito",
                 extra={
+                    "evento": "solicitado",
                     "job_id": novo.id,
                     "tenant_id": tenant_id,
                     "tipo": tipo,
+                    "chave": chave[:12],
+                    "reiniciado": reiniciado,
                     "enfileirado": enfileirar,
                 },
             )
-            return Submissao(job=novo, criado=True)
+            return Submissao(job=novo, criado=True, reiniciado=reiniciado)
     # Three lost races in a row on one key means the row keeps flipping between
     # restartable and not; say so instead of looping.
     raise RuntimeError(f"submit did not settle for chave {chave}")
@@ -243,7 +301,10 @@ def reivindicar(*, job_id: int, trabalhador: str = "") -> JobReivindicado | None
                       (SELECT jsonb_agg(p.parcial ORDER BY p.parte)
                          FROM relatorio_parciais p
                         WHERE p.job_id = j.id
-                          AND p.parte < (j.checkpoint ->> 'feitas')::int)
+                          AND p.parte < (j.checkpoint ->> 'feitas')::int),
+                      j.request_id,
+                      CASE WHEN j.tentativas = 1
+                           THEN extract(epoch FROM j.iniciado_em - j.criado_em) END
             ), historico AS (
                 INSERT INTO relatorio_tentativas
                        (job_id, numero, iniciado_em, trabalhador)
@@ -277,6 +338,8 @@ def reivindicar(*, job_id: int, trabalhador: str = "") -> JobReivindicado | None
         params=json_do_banco(linha[5]),
         fuso_horario=linha[6],
         checkpoint=_checkpoint(json_do_banco(linha[7]), json_do_banco(linha[8])),
+        request_id=linha[9],
+        espera_s=None if linha[10] is None else float(linha[10]),
     )
 
 
@@ -623,6 +686,7 @@ def _varrer_orfaos(resultado: Varredura) -> None:
         falhos = [linha[0] for linha in linhas if linha[3] == Status.FALHOU]
         _apagar_parciais(falhos)
         notificacoes.registrar_fim_de_jobs(job_ids=falhos)
+        metricas.orfaos(tipos_e_status=[(linha[2], linha[3]) for linha in linhas])
         for job_id, tenant_id, tipo, status, quando in linhas:
             if status == Status.PENDENTE:
                 _enfileirar(job_id=job_id, tipo=tipo, quando=quando)
@@ -631,7 +695,13 @@ def _varrer_orfaos(resultado: Varredura) -> None:
                 resultado.orfaos_falhos += 1
             logger.warning(
                 "job órfão",
-                extra={"job_id": job_id, "tenant_id": tenant_id, "desfecho": status},
+                extra={
+                    "evento": "orfao_recuperado",
+                    "job_id": job_id,
+                    "tenant_id": tenant_id,
+                    "tipo": tipo,
+                    "desfecho": status,
+                },
             )
 
 
@@ -665,8 +735,10 @@ def _reenfileirar_perdidos() -> int:
         for job_id, tipo in linhas:
             _enfileirar(job_id=job_id, tipo=tipo)
             logger.warning(
-                "mensagem perdida: job reenfileirado", extra={"job_id": job_id}
+                "mensagem perdida: job reenfileirado",
+                extra={"evento": "reenfileirado", "job_id": job_id, "tipo": tipo},
             )
+    metricas.reenfileirados(len(linhas))
     return len(linhas)
 
 
@@ -908,23 +980,29 @@ def _inserir_ou_reiniciar(
     params: dict[str, Any],
     usuario_id: int | None,
     enfileirar: bool,
-) -> JobEstado | None:
+    request_id: str | None,
+) -> tuple[JobEstado | None, bool]:
+    """(the job, whether it was restarted rather than inserted), or (None,
+    False) when the row exists and may not start over."""
     # Seed 000's upsert: the WHERE of DO UPDATE is the only place that decides
-    # when an existing job may start over.
+    # when an existing job may start over. `xmax = 0` holds only for the row
+    # version an INSERT wrote; one written by DO UPDATE carries our xid.
     cursor.execute(
         f"""
         INSERT INTO relatorio_jobs AS j
                (chave, tenant_id, tipo, params, status, solicitado_por_id,
-                enfileirado_em)
+                enfileirado_em, request_id)
         VALUES (%(chave)s, %(tenant)s, %(tipo)s, %(params)s::jsonb, 'pendente',
-                %(usuario)s, CASE WHEN %(enfileirar)s THEN now() END)
+                %(usuario)s, CASE WHEN %(enfileirar)s THEN now() END,
+                %(request_id)s)
         ON CONFLICT (chave) DO UPDATE
            SET {_RECOMECO},
                solicitado_por_id = EXCLUDED.solicitado_por_id,
-               enfileirado_em = EXCLUDED.enfileirado_em
+               enfileirado_em = EXCLUDED.enfileirado_em,
+               request_id = EXCLUDED.request_id
          WHERE j.status = 'falhou'
             OR (j.status = 'pronto' AND j.expira_em < now())
-        RETURNING {COLUNAS_ESTADO}
+        RETURNING {COLUNAS_ESTADO}, j.xmax <> 0
         """,
         {
             "chave": chave,
@@ -933,10 +1011,13 @@ def _inserir_ou_reiniciar(
             "params": json.dumps(params),
             "usuario": usuario_id,
             "enfileirar": enfileirar,
+            "request_id": request_id,
         },
     )
     linha = cursor.fetchone()
-    return None if linha is None else JobEstado.da_linha(linha)
+    if linha is None:
+        return None, False
+    return JobEstado.da_linha(linha), bool(linha[10])
 
 
 def verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:

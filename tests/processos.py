@@ -36,7 +36,8 @@ def ambiente(**extras: str) -> dict[str, str]:
     credenciais = f"{usuario}:{quote(senha)}@" if senha else f"{usuario}@"
     # Test defaults first, then what the test set in the environment (the
     # `ajustes` fixture), then the explicit extras.
-    env = {"RELATORIOS_HEARTBEAT_S": "0.5", "Q_POLL_S": "0.05"}
+    # Logs as key=value, which the tests grep (test_logs.py asks for JSON).
+    env = {"RELATORIOS_HEARTBEAT_S": "0.5", "Q_POLL_S": "0.05", "LOG_FORMAT": "texto"}
     env.update(os.environ)
     # Set for the browser test's own process only (tests/test_navegador.py).
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
@@ -124,10 +125,9 @@ def iniciar_cluster(log: Path, **extras: str) -> Processo:
 
 def iniciar_gunicorn(log: Path, **extras: str) -> tuple[Processo, str]:
     porta = porta_livre()
+    # No access log unless a test asks for one (test_logs.py does).
     env = ambiente(
-        GUNICORN_BIND=f"127.0.0.1:{porta}",
-        GUNICORN_ACCESSLOG="",
-        **extras,
+        **{"GUNICORN_BIND": f"127.0.0.1:{porta}", "GUNICORN_ACCESSLOG": "", **extras}
     )
     processo = Processo(
         [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"],

@@ -30,6 +30,7 @@ COLUNAS_EXTRAS = {
     "proxima_tentativa_em",
     "enfileirado_em",
     "checkpoint",
+    "request_id",
 }
 
 

@@ -348,7 +348,7 @@ def test_zumbi_retomado_nao_muda_nada(
     finally:
         os.kill(zumbi, signal.SIGCONT)
     helpers.esperar(
-        lambda: "desfecho=perdido duracao_s" in processo.texto_do_log(),
+        lambda: "desfecho=perdido duracao_ms" in processo.texto_do_log(),
         descricao="o zumbi desistir",
     )
 

@@ -76,11 +76,14 @@ def test_job_roda_no_cluster_e_fica_pronto(
     )
     log = processo.texto_do_log()
     assert re.search(
-        rf"job iniciado job_id={job_id} tenant_id={tenant.pk} tentativa=1 tipo=vendas",
+        rf"job iniciado evento=iniciado job_id={job_id} tenant_id={tenant.pk}"
+        r" tentativa=1 tipo=vendas",
         log,
     )
     assert re.search(
-        rf"job terminado desfecho=pronto duracao_s=[0-9.]+ job_id={job_id} ", log
+        rf"job terminado desfecho=pronto duracao_ms=[0-9]+ evento=concluido"
+        rf" job_id={job_id} ",
+        log,
     )
 
 

@@ -18,6 +18,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from relatorios import metricas
 from relatorios.api.entrada import CorpoInvalido, e_da_api
 from relatorios.normalizacao import ErroDeParametro
 from relatorios.services import LimiteDePendentes
@@ -41,6 +42,7 @@ def tratar_excecao(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, ErroDeParametro):
         return _erro(status.HTTP_400_BAD_REQUEST, exc.mensagem, campo=exc.campo)
     if isinstance(exc, LimiteDePendentes):
+        metricas.recusa_429("limite_pendentes")
         limite = _erro(status.HTTP_429_TOO_MANY_REQUESTS, str(exc))
         limite["Retry-After"] = str(settings.RELATORIOS_RETRY_AFTER_429_S)
         return limite
@@ -51,6 +53,8 @@ def tratar_excecao(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, (exceptions.ParseError, exceptions.UnsupportedMediaType)):
         # A body that is not JSON is a bad request like any other.
         return _erro(status.HTTP_400_BAD_REQUEST, _MENSAGENS[type(exc)], campo="corpo")
+    if isinstance(exc, exceptions.Throttled):
+        metricas.recusa_429("limite_api")
     resposta = exception_handler(exc, context)
     if resposta is None:
         return None  # not an API error: Django's 500 handling, logged as such

@@ -92,6 +92,10 @@ class RelatorioJob(models.Model):
         db_index=False,
         related_name="+",
     )
+    # Extra: the X-Request-ID of the request that created (or restarted) it,
+    # on every worker log line and webhook delivery about it; NULL for jobs
+    # a schedule submitted.
+    request_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001 (absent is not "")
 
     objects = RelatorioJobQuerySet.as_manager()
 

@@ -14,6 +14,10 @@ so no deployment can run a cluster without them:
   (`alertas.verificar`) every RELATORIOS_AGENDADOR_S, and the notification
   outbox's sweep (`notificacoes.varrer`); the retention of old jobs
   (`retencao.expurgar`) every RELATORIOS_EXPURGO_S;
+- metrics: with RELATORIOS_METRICAS_PORTA, the cluster serves its own
+  (every process's counters plus the database gauges, relatorios/metricas.py)
+  from a thread, for hosts without a web server; exited workers' live gauges
+  are dropped periodically (django-q2 has no hook for a worker's exit);
 - liveness (`relatorios.clusters`): the cluster registers a row before it
   forks, beats in it from a thread every RELATORIOS_CLUSTER_BATIMENTO_S,
   declares dead the clusters that stopped beating (handing back the queue
@@ -48,6 +52,7 @@ from relatorios import (
     alertas,
     clusters,
     fila,
+    metricas,
     notificacoes,
     retencao,
     services,
@@ -91,6 +96,7 @@ class Command(QclusterDoDjangoQ):
             return  # stopped while starting: the sentinel is gone already
         # Only now: a thread's open connection must not be inherited by a fork.
         supervisor.batimento.start()
+        supervisor.servir_metricas()
         supervisor.rodar()
 
 
@@ -125,6 +131,7 @@ class Supervisor:
         self.parada_pedida = False
         self.devolvidos = False
         self.batimento = BatimentoDoCluster(self)
+        self.servidor_de_metricas: Any = None
         self.rotinas = self._rotinas()
         signal.signal(signal.SIGTERM, self._ao_sinal)
         signal.signal(signal.SIGINT, self._ao_sinal)
@@ -143,7 +150,15 @@ class Supervisor:
             Rotina("verificador", agendador, self._verificar),
             Rotina("entregas", varredura, notificacoes.varrer),
             Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
+            Rotina("métricas", varredura, metricas.esquecer_processos_mortos),
         ]
+
+    def servir_metricas(self) -> None:
+        porta = settings.RELATORIOS_METRICAS_PORTA
+        if porta > 0:
+            self.servidor_de_metricas = metricas.servir_no_cluster(
+                porta=porta, endereco=settings.RELATORIOS_METRICAS_ENDERECO
+            )
 
     def _verificar(self) -> None:
         alertas.verificar()
@@ -167,6 +182,8 @@ class Supervisor:
     def encerrar(self) -> None:
         """Stop beating and mark the row encerrado (every child has exited)."""
         self.batimento.encerrar()
+        if self.servidor_de_metricas is not None:
+            self.servidor_de_metricas.shutdown()
         try:
             db.close_old_connections()
             clusters.encerrar(cluster_id=self.cluster_id)

@@ -1,0 +1,70 @@
+"""LOGGING for Django (settings.py) and for gunicorn's master (gunicorn.py).
+
+One dictConfig for both, so the web's access log, gunicorn's own lines and
+the application's share one format: JSON lines (LOG_FORMAT=json, the
+default) or key=value (LOG_FORMAT=texto, what `make run` and the tests use).
+No Django here: gunicorn's master builds it before any settings exist.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+_FORMATO_TEXTO = "%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s"
+
+
+def configuracao(*, acesso: bool = True) -> dict[str, Any]:
+    """The dictConfig; `acesso` False silences gunicorn's access log."""
+    formato = os.environ.get("LOG_FORMAT", "json").strip().lower() or "json"
+    if formato not in ("json", "texto"):
+        raise ValueError("LOG_FORMAT must be json or texto")
+    nivel = os.environ.get("LOG_LEVEL", "INFO")
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {
+            # python-json-logger: every `extra=` field becomes a key.
+            "json": {
+                "()": "pythonjsonlogger.json.JsonFormatter",
+                "fmt": "%(asctime)s %(levelname)s %(name)s %(process)d %(message)s",
+                "rename_fields": {
+                    "asctime": "ts",
+                    "levelname": "nivel",
+                    "name": "logger",
+                    "process": "pid",
+                    "message": "msg",
+                },
+            },
+            "texto": {
+                "()": "relatorios.logs.FormatadorChaveValor",
+                "format": _FORMATO_TEXTO,
+            },
+        },
+        "filters": {
+            "request_id": {"()": "relatorios.logs.ComRequestId"},
+            "acesso": {"()": "relatorios.logs.CamposDoAcesso"},
+        },
+        "handlers": {
+            "console": {
+                "class": "logging.StreamHandler",
+                "formatter": formato,
+                "filters": ["request_id"],
+            },
+        },
+        "root": {"handlers": ["console"], "level": nivel},
+        "loggers": {
+            "django-q": {"level": os.environ.get("Q_LOG_LEVEL", "INFO")},
+            "gunicorn.error": {
+                "handlers": ["console"],
+                "level": nivel,
+                "propagate": False,
+            },
+            "gunicorn.access": {
+                "handlers": ["console"],
+                "filters": ["acesso"],
+                "level": "INFO" if acesso else "WARNING",
+                "propagate": False,
+            },
+        },
+    }
