@@ -10,12 +10,15 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.ambiente import (
     SAIDA,
+    Banco,
     MedidorCpu,
     Perfil,
     Processo,
@@ -26,6 +29,7 @@ from bench.ambiente import (
     pids_do_banco,
 )
 from bench.contexto import Contexto, linha, nota
+from bench.par import iniciar_par
 from bench.preparo import TenantDeBench
 
 LUA = Path(__file__).resolve().parent / "lua" / "relatorios.lua"
@@ -38,6 +42,22 @@ NOMES = {
 # The per-tenant pending cap would turn all-new traffic into 429s: this
 # figure is about the submit path, not about the cap.
 SEM_LIMITE = str(10**9)
+# Issue 11's targets: our throughput over the seed peer's, in one run.
+ALVOS = {"s1": "0.8", "s2": "0.5", "s3": "1.0", "s4": "0.8"}
+
+
+@dataclass
+class Lado:
+    """One server under the same load: relatorios, or the seed peer."""
+
+    nome: str  # the CPU column of its server processes
+    url: str
+    tokens: list[str]  # tenant i's token on this server
+    ids_de_jobs: list[list[int]]
+    banco: Banco
+    medidor: MedidorCpu
+    dados: Path | None = None
+    pid: int = 0
 
 
 def executar(ctx: Contexto) -> None:
@@ -45,59 +65,111 @@ def executar(ctx: Contexto) -> None:
     t0 = time.monotonic()
     tenants = ctx.tenants()
     nota(f"B1: {len(tenants)} tenants ready in {time.monotonic() - t0:.1f}s")
-    gunicorn, url = iniciar_gunicorn(
-        "b1", RELATORIOS_MAX_PENDENTES_POR_TENANT=SEM_LIMITE
-    )
+    par = iniciar_par(ctx.banco, len(tenants)) if ctx.par else None
     try:
-        _submeter_padroes(url, tenants)
-        dados = _escrever_dados(tenants)
-        medidor = MedidorCpu(
-            {
-                "gunicorn": gunicorn.pids,
-                "postgres": lambda: pids_do_banco(ctx.banco),
-            }
+        gunicorn, url = iniciar_gunicorn(
+            "b1", RELATORIOS_MAX_PENDENTES_POR_TENANT=SEM_LIMITE
         )
+    except BaseException:
+        if par is not None:
+            par.parar()
+        raise
+    try:
+        lados = [
+            _lado("gunicorn", url, [t.token for t in tenants], ctx.banco, gunicorn.pids)
+        ]
+        lados[0].pid = gunicorn.pid
+        if par is not None:
+            lados.append(_lado("node", par.url, par.tokens, par.banco, par.pids))
+        for lado in lados:
+            lado.ids_de_jobs = _submeter_padroes(lado.url, lado.tokens, tenants)
+            lado.dados = _escrever_dados(lado, tenants)
+        for t, seus in zip(tenants, lados[0].ids_de_jobs, strict=True):
+            t.ids_de_jobs = seus
         for n, cenario in enumerate(ctx.cenarios_b1):
-            # Each wrk run has its own range of ad-hoc counters (see the Lua).
+            # Each wrk run has its own range of ad-hoc counters (see the Lua);
+            # both servers get the same requests.
             base = 2 * n * 1_000_000
-            _rodar_wrk(wrk, url, cenario, dados, base, ctx.aquecimento_s, ctx, None)
-            antes = _contar_jobs(ctx)
-            perfil = Perfil(gunicorn.pid, f"b1-{cenario}") if ctx.perfil else None
-            resultado, uso = _rodar_wrk(
-                wrk, url, cenario, dados, base + 1_000_000, ctx.duracao_s, ctx, medidor
-            )
-            if perfil is not None:
-                perfil.parar()
-            time.sleep(0.5)  # requests in flight when wrk stopped
-            novos = _contar_jobs(ctx) - antes
-            _imprimir(cenario, resultado, uso or {}, medidor.detalhe, novos)
+            figuras = [_medir(ctx, wrk, lado, cenario, base) for lado in lados]
+            nosso = figuras[0]
+            for lado, figura in zip(lados, figuras, strict=True):
+                _imprimir(
+                    cenario, lado, figura, nosso if lado is not lados[0] else None
+                )
     finally:
         gunicorn.parar()
+        if par is not None:
+            par.parar()
 
 
-def _submeter_padroes(url: str, tenants: list[TenantDeBench]) -> None:
+Figura = tuple[dict[str, Any], dict[str, float], dict[str, list[float]], int]
+
+
+def _lado(
+    nome: str,
+    url: str,
+    tokens: list[str],
+    banco: Banco,
+    pids: Callable[[], list[int]],
+) -> Lado:
+    medidor = MedidorCpu(
+        {nome: pids, "postgres": lambda: pids_do_banco(banco)},
+        detalhar=frozenset({nome}),
+    )
+    return Lado(nome, url, tokens, [], banco, medidor)
+
+
+def _medir(ctx: Contexto, wrk: str, lado: Lado, cenario: str, base: int) -> Figura:
+    assert lado.dados is not None
+    _rodar_wrk(wrk, lado.url, cenario, lado.dados, base, ctx.aquecimento_s, ctx, None)
+    antes = _contar_jobs(lado.banco)
+    perfil = Perfil(lado.pid, f"b1-{cenario}") if ctx.perfil and lado.pid else None
+    resultado, uso = _rodar_wrk(
+        wrk,
+        lado.url,
+        cenario,
+        lado.dados,
+        base + 1_000_000,
+        ctx.duracao_s,
+        ctx,
+        lado.medidor,
+    )
+    if perfil is not None:
+        perfil.parar()
+    time.sleep(0.5)  # requests in flight when wrk stopped
+    novos = _contar_jobs(lado.banco) - antes
+    return resultado, uso or {}, dict(lado.medidor.detalhe), novos
+
+
+def _submeter_padroes(
+    url: str, tokens: list[str], tenants: list[TenantDeBench]
+) -> list[list[int]]:
     """Every chain's standard filters, once: the jobs S1 repeats and S3 reads."""
 
-    def submeter(par: tuple[TenantDeBench, dict[str, Any]]) -> int:
-        tenant, filtro = par
-        return int(pedir_vendas(url, tenant.token, filtro, timeout=30)[1]["id"])
+    def submeter(par: tuple[str, dict[str, Any]]) -> int:
+        token, filtro = par
+        return int(pedir_vendas(url, token, filtro, timeout=30)[1]["id"])
 
-    pares = [(t, f) for t in tenants for f in t.padroes]
+    pares = [
+        (token, f) for token, t in zip(tokens, tenants, strict=True) for f in t.padroes
+    ]
     with ThreadPoolExecutor(8) as executor:
         ids = list(executor.map(submeter, pares))
-    for tenant in tenants:
-        tenant.ids_de_jobs = []
-    for (tenant, _), job_id in zip(pares, ids, strict=True):
-        tenant.ids_de_jobs.append(job_id)
+    por_tenant: list[list[int]] = [[] for _ in tenants]
+    i = 0
+    for k, t in enumerate(tenants):
+        por_tenant[k] = ids[i : i + len(t.padroes)]
+        i += len(t.padroes)
+    return por_tenant
 
 
-def _escrever_dados(tenants: list[TenantDeBench]) -> Path:
-    caminho = SAIDA / "b1-dados.tsv"
+def _escrever_dados(lado: Lado, tenants: list[TenantDeBench]) -> Path:
+    caminho = SAIDA / f"b1-dados-{lado.nome}.tsv"
     caminho.parent.mkdir(parents=True, exist_ok=True)
     with caminho.open("w") as arquivo:
-        for t in tenants:
-            ids = ",".join(str(i) for i in t.ids_de_jobs)
-            arquivo.write(f"T\t{t.token}\t{','.join(t.lojas)}\t{ids}\n")
+        for t, token, seus in zip(tenants, lado.tokens, lado.ids_de_jobs, strict=True):
+            ids = ",".join(str(i) for i in seus)
+            arquivo.write(f"T\t{token}\t{','.join(t.lojas)}\t{ids}\n")
             for p in t.padroes:
                 lojas = ",".join(p["lojas"]) or "-"
                 arquivo.write(
@@ -151,36 +223,35 @@ def _rodar_wrk(
     return json.loads(linhas[-1][len(marcador) :]), uso
 
 
-def _contar_jobs(ctx: Contexto) -> int:
-    with ctx.banco.conectar() as conexao:
+def _contar_jobs(banco: Banco) -> int:
+    with banco.conectar() as conexao:
         linha_ = conexao.execute("SELECT count(*) FROM relatorio_jobs").fetchone()
     return int(linha_[0]) if linha_ else 0
 
 
-def _imprimir(
-    cenario: str,
-    r: dict[str, Any],
-    uso: dict[str, float],
-    detalhe: dict[str, list[float]],
-    novos: int,
-) -> None:
-    segundos = r["duracao_us"] / 1e6
+def _taxa(r: dict[str, Any]) -> float:
+    return float(max(1e-9, r["requisicoes"] / (r["duracao_us"] / 1e6)))
+
+
+def _imprimir(cenario: str, lado: Lado, figura: Figura, nosso: Figura | None) -> None:
+    """One line per server; the peer's carries our ratio to it."""
+    r, uso, detalhe, novos = figura
     erros_socket = (
         r["erros_conexao"]
         + r["erros_leitura"]
         + r["erros_escrita"]
         + r["erros_timeout"]
     )
+    taxa = _taxa(r)
     texto = (
-        f"{r['requisicoes'] / segundos:7.0f} req/s  "
+        f"{taxa:7.0f} req/s  "
         f"p50 {r['p50_us'] / 1000:6.1f} ms  p99 {r['p99_us'] / 1000:6.1f} ms  "
         f"non-2xx {r['erros_status']}"
     )
     # CPU per request is steadier than req/s on a machine others share: it
     # does not drop when a neighbour takes a core, only throughput does.
-    taxa = max(1e-9, r["requisicoes"] / segundos)
     texto += (
-        f"  cpu/req gunicorn {uso.get('gunicorn', 0) * 10 / taxa:.2f} ms"
+        f"  cpu/req {lado.nome} {uso.get(lado.nome, 0) * 10 / taxa:.2f} ms"
         f" postgres {uso.get('postgres', 0) * 10 / taxa:.2f} ms"
     )
     if erros_socket:
@@ -190,4 +261,13 @@ def _imprimir(
         texto += f"  repeat {100 * (1 - novos / ok):.1f}% (db; 61% asked)"
     elif cenario in ("s2", "s4"):
         texto += f"  new-jobs {novos}"
-    linha(f"B1 {NOMES[cenario]}", f"{texto}  | {formatar_cpu(uso, detalhe)}")
+    nome = f"B1 {NOMES[cenario]}"
+    if nosso is not None:
+        nome += " peer"
+        meu = nosso[0]
+        texto += (
+            f"  | ratio vs seed peer {_taxa(meu) / taxa:.2f}x"
+            f" (target >= {ALVOS[cenario]}x)"
+            f", p99 {meu['p99_us'] / 1000:.1f} vs {r['p99_us'] / 1000:.1f} ms"
+        )
+    linha(nome, f"{texto}  | {formatar_cpu(uso, detalhe)}")

@@ -23,6 +23,7 @@ class Contexto:
     n_tenants: int
     cenarios_b1: list[str]
     perfil: bool = False
+    par: bool = True  # B1 also measures the seed peer (bench/par.py)
     _tenants: list[TenantDeBench] | None = field(default=None, repr=False)
 
     def tenants(self) -> list[TenantDeBench]:
