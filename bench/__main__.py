@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         cenarios_b1=[c.strip().lower() for c in args.b1.split(",") if c.strip()],
         perfil=args.profile,
         par=not args.no_peer,
+        servidores=[x.strip() for x in args.servers.split(",") if x.strip()],
     )
     # Started in the background by a shell, a process inherits SIGINT
     # ignored; Ctrl-C (or kill -INT) must still stop the bench and clean up.
@@ -156,6 +157,12 @@ def _argumentos(argv: list[str] | None) -> argparse.Namespace:
         "--profile",
         action="store_true",
         help="py-spy on the gunicorn workers during B1 (bench-output/perfil-*)",
+    )
+    p.add_argument(
+        "--servers",
+        default="gunicorn",
+        help="B1 web servers, each measured: gunicorn (production config),"
+        " gunicorn-sync:W, gunicorn-gthread:WxT, granian:WxT",
     )
     p.add_argument(
         "--no-peer",

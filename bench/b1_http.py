@@ -24,7 +24,7 @@ from bench.ambiente import (
     Processo,
     formatar_cpu,
     garantir_wrk,
-    iniciar_gunicorn,
+    iniciar_web,
     pedir_vendas,
     pids_do_banco,
 )
@@ -43,6 +43,7 @@ NOMES = {
 # figure is about the submit path, not about the cap.
 SEM_LIMITE = str(10**9)
 # Issue 11's targets: our throughput over the seed peer's, in one run.
+PAR = "seed peer"
 ALVOS = {"s1": "0.8", "s2": "0.5", "s3": "1.0", "s4": "0.8"}
 
 
@@ -50,6 +51,7 @@ ALVOS = {"s1": "0.8", "s2": "0.5", "s3": "1.0", "s4": "0.8"}
 class Lado:
     """One server under the same load: relatorios, or the seed peer."""
 
+    rotulo: str  # the server (variant) measured, or PAR
     nome: str  # the CPU column of its server processes
     url: str
     tokens: list[str]  # tenant i's token on this server
@@ -65,22 +67,23 @@ def executar(ctx: Contexto) -> None:
     t0 = time.monotonic()
     tenants = ctx.tenants()
     nota(f"B1: {len(tenants)} tenants ready in {time.monotonic() - t0:.1f}s")
-    par = iniciar_par(ctx.banco, len(tenants)) if ctx.par else None
+    tokens = [t.token for t in tenants]
+    lados: list[Lado] = []
+    par = None
+    webs = []
     try:
-        gunicorn, url = iniciar_gunicorn(
-            "b1", RELATORIOS_MAX_PENDENTES_POR_TENANT=SEM_LIMITE
-        )
-    except BaseException:
+        if ctx.par:
+            par = iniciar_par(ctx.banco, len(tenants))
+        for servidor in ctx.servidores:
+            web, url = iniciar_web(
+                "b1", servidor, RELATORIOS_MAX_PENDENTES_POR_TENANT=SEM_LIMITE
+            )
+            webs.append(web)
+            lado = _lado(servidor, web.nome, url, tokens, ctx.banco, web.pids)
+            lado.pid = web.pid
+            lados.append(lado)
         if par is not None:
-            par.parar()
-        raise
-    try:
-        lados = [
-            _lado("gunicorn", url, [t.token for t in tenants], ctx.banco, gunicorn.pids)
-        ]
-        lados[0].pid = gunicorn.pid
-        if par is not None:
-            lados.append(_lado("node", par.url, par.tokens, par.banco, par.pids))
+            lados.append(_lado(PAR, "node", par.url, par.tokens, par.banco, par.pids))
         for lado in lados:
             lado.ids_de_jobs = _submeter_padroes(lado.url, lado.tokens, tenants)
             lado.dados = _escrever_dados(lado, tenants)
@@ -88,16 +91,16 @@ def executar(ctx: Contexto) -> None:
             t.ids_de_jobs = seus
         for n, cenario in enumerate(ctx.cenarios_b1):
             # Each wrk run has its own range of ad-hoc counters (see the Lua);
-            # both servers get the same requests.
+            # every server gets the same requests, one after the other.
             base = 2 * n * 1_000_000
             figuras = [_medir(ctx, wrk, lado, cenario, base) for lado in lados]
-            nosso = figuras[0]
+            do_par = figuras[-1] if par is not None else None
+            rotular = len(ctx.servidores) > 1
             for lado, figura in zip(lados, figuras, strict=True):
-                _imprimir(
-                    cenario, lado, figura, nosso if lado is not lados[0] else None
-                )
+                _imprimir(cenario, lado, figura, do_par, rotular)
     finally:
-        gunicorn.parar()
+        for web in webs:
+            web.parar()
         if par is not None:
             par.parar()
 
@@ -106,6 +109,7 @@ Figura = tuple[dict[str, Any], dict[str, float], dict[str, list[float]], int]
 
 
 def _lado(
+    rotulo: str,
     nome: str,
     url: str,
     tokens: list[str],
@@ -116,7 +120,7 @@ def _lado(
         {nome: pids, "postgres": lambda: pids_do_banco(banco)},
         detalhar=frozenset({nome}),
     )
-    return Lado(nome, url, tokens, [], banco, medidor)
+    return Lado(rotulo, nome, url, tokens, [], banco, medidor)
 
 
 def _medir(ctx: Contexto, wrk: str, lado: Lado, cenario: str, base: int) -> Figura:
@@ -164,7 +168,7 @@ def _submeter_padroes(
 
 
 def _escrever_dados(lado: Lado, tenants: list[TenantDeBench]) -> Path:
-    caminho = SAIDA / f"b1-dados-{lado.nome}.tsv"
+    caminho = SAIDA / f"b1-dados-{lado.rotulo.replace(':', '-')}.tsv"
     caminho.parent.mkdir(parents=True, exist_ok=True)
     with caminho.open("w") as arquivo:
         for t, token, seus in zip(tenants, lado.tokens, lado.ids_de_jobs, strict=True):
@@ -233,8 +237,10 @@ def _taxa(r: dict[str, Any]) -> float:
     return float(max(1e-9, r["requisicoes"] / (r["duracao_us"] / 1e6)))
 
 
-def _imprimir(cenario: str, lado: Lado, figura: Figura, nosso: Figura | None) -> None:
-    """One line per server; the peer's carries our ratio to it."""
+def _imprimir(
+    cenario: str, lado: Lado, figura: Figura, do_par: Figura | None, rotular: bool
+) -> None:
+    """One line per server; ours carry the ratio to the peer's figure."""
     r, uso, detalhe, novos = figura
     erros_socket = (
         r["erros_conexao"]
@@ -262,12 +268,15 @@ def _imprimir(cenario: str, lado: Lado, figura: Figura, nosso: Figura | None) ->
     elif cenario in ("s2", "s4"):
         texto += f"  new-jobs {novos}"
     nome = f"B1 {NOMES[cenario]}"
-    if nosso is not None:
+    if lado.rotulo == PAR:
         nome += " peer"
-        meu = nosso[0]
+    elif rotular:
+        nome += f" [{lado.rotulo}]"
+    if do_par is not None and lado.rotulo != PAR:
+        p = do_par[0]
         texto += (
-            f"  | ratio vs seed peer {_taxa(meu) / taxa:.2f}x"
+            f"  | ratio vs seed peer {taxa / _taxa(p):.2f}x"
             f" (target >= {ALVOS[cenario]}x)"
-            f", p99 {meu['p99_us'] / 1000:.1f} vs {r['p99_us'] / 1000:.1f} ms"
+            f", p99 {r['p99_us'] / 1000:.1f} vs {p['p99_us'] / 1000:.1f} ms"
         )
     linha(nome, f"{texto}  | {formatar_cpu(uso, detalhe)}")
