@@ -29,10 +29,11 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.models.functions import Collate, Now
+from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
-from relatorios import normalizacao, notificacoes, tipos
+from relatorios import fila, normalizacao, notificacoes, tipos
 from relatorios.consultas import COLUNAS_ESTADO, JobEstado, json_do_banco
 from relatorios.fila import BrokerComAtraso
 from relatorios.models import (
@@ -125,55 +126,46 @@ def submeter(
     1. Normalize the parameters and derive the chave (pure; errors name the field).
     2. Hit path: read the row by chave. One read-only statement: no row lock,
        no WAL. A pending, running or valid finished job answers the request.
-    3. Otherwise (absent, failed or expired) check the store codes, lock the
-       tenant, and run seed 000's upsert. Its ON CONFLICT ... WHERE alone
-       decides, race-free, whether this request creates or restarts the job.
-       If it did, the pending cap is checked (LimiteDePendentes rolls it all
-       back) and the queue message is written in the same transaction, when
-       the tenant has a free slot.
+       A miss also reserves the id a new job will have (the queue message
+       names it, and is signed before the write).
+    3. Otherwise (absent, failed or expired) one call of the database
+       function `relatorios_submeter` (migration 0013) checks the store
+       codes, locks the tenant, counts its occupancy and runs seed 000's
+       upsert; when it created or restarted the job it writes the queue
+       message too, if the tenant has a free slot. One statement, so one
+       transaction of its own (or the caller's): the message commits or rolls
+       back with the row. Over the pending cap it writes nothing and the
+       request is refused (LimiteDePendentes).
     4. An empty RETURNING means another request won the race after step 2
        (its row was not visible to our read, or was being restarted). A new
        statement sees the committed row: go back to step 2.
+
+    A new submit is two round trips (read, function), a hit one.
     """
     tipo_relatorio = tipos.obter(tipo)
     params = tipo_relatorio.normalizar(params_brutos)
     chave = normalizacao.chave(tenant_id, tipo, params)
-    lojas_verificadas = False
     for _ in range(3):
-        atual, reiniciavel = _ler_por_chave(chave=chave, tenant_id=tenant_id)
+        atual, reiniciavel, job_id = _ler_por_chave(chave=chave, tenant_id=tenant_id)
         if atual is not None and not reiniciavel:
             return Submissao(job=atual, criado=False)
-        if not lojas_verificadas:
-            verificar_lojas(tenant_id=tenant_id, lojas=params["lojas"])
-            lojas_verificadas = True
-        with transaction.atomic(), connection.cursor() as cursor:
-            _travar_tenant(cursor, tenant_id)
-            pendentes, em_voo = _ocupacao(cursor, tenant_id)
-            enfileirar = em_voo < settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT
-            novo = _inserir_ou_reiniciar(
-                cursor,
-                chave=chave,
-                tenant_id=tenant_id,
-                tipo=tipo,
-                params=params,
-                usuario_id=usuario_id,
-                enfileirar=enfileirar,
-            )
-            if novo is not None:
-                if pendentes >= settings.RELATORIOS_MAX_PENDENTES_POR_TENANT:
-                    raise LimiteDePendentes(
-                        settings.RELATORIOS_MAX_PENDENTES_POR_TENANT
-                    )
-                if enfileirar:
-                    _enfileirar(job_id=novo.id, tipo=tipo)
-        if novo is not None:
+        gravado = _gravar_pedido(
+            job_id=job_id,
+            chave=chave,
+            tenant_id=tenant_id,
+            tipo=tipo,
+            params=params,
+            usuario_id=usuario_id,
+        )
+        if gravado is not None:
+            novo, enfileirado = gravado
             logger.info(
                 "job aceito",
                 extra={
                     "job_id": novo.id,
                     "tenant_id": tenant_id,
                     "tipo": tipo,
-                    "enfileirado": enfileirar,
+                    "enfileirado": enfileirado,
                 },
             )
             return Submissao(job=novo, criado=True)
@@ -877,66 +869,93 @@ def _despachar_do_job(job_id: int) -> None:
         despachar(tenant_id=tenant_id)
 
 
-def _ler_por_chave(*, chave: str, tenant_id: int) -> tuple[JobEstado | None, bool]:
+def _ler_por_chave(*, chave: str, tenant_id: int) -> tuple[JobEstado | None, bool, int]:
+    """(the job, whether it may start over, the id a write would use)."""
     with connection.cursor() as cursor:
         # By chave alone, so the plan is always the unique index; the tenant is
-        # inside the chave, and checked below as an invariant.
+        # inside the chave, and checked below as an invariant. On a miss the
+        # sequence gives the new job's id; COALESCE evaluates nextval only
+        # then, so a hit stays a read.
         cursor.execute(
             f"""
             SELECT {COLUNAS_ESTADO},
                    status = 'falhou' OR (status = 'pronto' AND expira_em < now()),
-                   tenant_id
-              FROM relatorio_jobs
-             WHERE chave = %s
+                   tenant_id,
+                   COALESCE(id, nextval(pg_get_serial_sequence('relatorio_jobs', 'id')))
+              FROM (SELECT) AS um LEFT JOIN relatorio_jobs ON chave = %s
             """,
             [chave],
         )
         linha = cursor.fetchone()
-    if linha is None:
-        return None, False
+    if linha[0] is None:
+        return None, False, int(linha[12])
     if linha[11] != tenant_id:
         raise RuntimeError(f"chave {chave} belongs to another tenant")
-    return JobEstado.da_linha(linha), bool(linha[10])
+    return JobEstado.da_linha(linha), bool(linha[10]), int(linha[12])
 
 
-def _inserir_ou_reiniciar(
-    cursor: CursorWrapper,
+# The job's columns as `relatorios_submeter` returns them (a relatorio_jobs row).
+_COLUNAS_DA_FUNCAO = ", ".join(
+    f"(s.job).{c.strip()}" for c in COLUNAS_ESTADO.split(",")
+)
+
+
+def _gravar_pedido(
     *,
+    job_id: int,
     chave: str,
     tenant_id: int,
     tipo: str,
     params: dict[str, Any],
     usuario_id: int | None,
-    enfileirar: bool,
-) -> JobEstado | None:
-    # Seed 000's upsert: the WHERE of DO UPDATE is the only place that decides
-    # when an existing job may start over.
-    cursor.execute(
-        f"""
-        INSERT INTO relatorio_jobs AS j
-               (chave, tenant_id, tipo, params, status, solicitado_por_id,
-                enfileirado_em)
-        VALUES (%(chave)s, %(tenant)s, %(tipo)s, %(params)s::jsonb, 'pendente',
-                %(usuario)s, CASE WHEN %(enfileirar)s THEN now() END)
-        ON CONFLICT (chave) DO UPDATE
-           SET {_RECOMECO},
-               solicitado_por_id = EXCLUDED.solicitado_por_id,
-               enfileirado_em = EXCLUDED.enfileirado_em
-         WHERE j.status = 'falhou'
-            OR (j.status = 'pronto' AND j.expira_em < now())
-        RETURNING {COLUNAS_ESTADO}
-        """,
-        {
-            "chave": chave,
-            "tenant": tenant_id,
-            "tipo": tipo,
-            "params": json.dumps(params),
-            "usuario": usuario_id,
-            "enfileirar": enfileirar,
-        },
+) -> tuple[JobEstado, bool] | None:
+    """Steps 3-4 of `submeter`: (the job, whether it got its message), or None
+    when another request's row stands in the way (read again).
+
+    Raw SQL because the concurrency lives in the function (migration 0013 says
+    why it is a function); the message is signed here, by django-q2's own
+    signer (`fila.pacote`), and inserted there.
+    """
+    mensagem = fila.pacote(
+        TAREFA, job_id, nome=f"relatorio-{job_id}", timeout=_timeout_da_tarefa(tipo)
     )
-    linha = cursor.fetchone()
-    return None if linha is None else JobEstado.da_linha(linha)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT s.desfecho, s.lojas_desconhecidas, s.enfileirado,
+                   {_COLUNAS_DA_FUNCAO}
+              FROM relatorios_submeter(
+                       %(id)s::bigint, %(chave)s::text, %(tenant)s::bigint,
+                       %(tipo)s::text, %(params)s::jsonb, %(usuario)s::bigint,
+                       %(lojas)s::text[], %(max_pendentes)s::bigint,
+                       %(max_em_voo)s::bigint, %(fila)s::text, %(mensagem)s::text
+                   ) AS s
+            """,
+            {
+                "id": job_id,
+                "chave": chave,
+                "tenant": tenant_id,
+                "tipo": tipo,
+                "params": json.dumps(params),
+                "usuario": usuario_id,
+                "lojas": list(params["lojas"]),
+                "max_pendentes": settings.RELATORIOS_MAX_PENDENTES_POR_TENANT,
+                "max_em_voo": settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT,
+                "fila": Conf.CLUSTER_NAME,
+                "mensagem": mensagem,
+            },
+        )
+        linha = cursor.fetchone()
+    desfecho = linha[0]
+    if desfecho == "lojas":
+        raise normalizacao.ErroDeParametro(
+            "lojas", f"lojas desconhecidas: {', '.join(linha[1])}"
+        )
+    if desfecho == "limite":
+        raise LimiteDePendentes(settings.RELATORIOS_MAX_PENDENTES_POR_TENANT)
+    if desfecho == "corrida":
+        return None
+    return JobEstado.da_linha(linha[3:]), bool(linha[2])
 
 
 def verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:
@@ -955,12 +974,14 @@ def verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:
         )
 
 
+def _timeout_da_tarefa(tipo: str) -> int:
+    return int(tipos.obter(tipo).timeout() + settings.RELATORIOS_MARGEM_HARD_STOP_S)
+
+
 def _enfileirar(*, job_id: int, tipo: str, quando: datetime | None = None) -> None:
     # The ORM broker writes the message through the same connection, inside the
     # caller's transaction: it commits or rolls back with the job's row.
-    opcoes: dict[str, Any] = {
-        "timeout": tipos.obter(tipo).timeout() + settings.RELATORIOS_MARGEM_HARD_STOP_S
-    }
+    opcoes: dict[str, Any] = {"timeout": _timeout_da_tarefa(tipo)}
     if quando is not None:
         opcoes["broker"] = BrokerComAtraso(quando)
     async_task(TAREFA, job_id, task_name=f"relatorio-{job_id}", q_options=opcoes)
