@@ -197,71 +197,20 @@ def reivindicar(*, job_id: int, trabalhador: str = "") -> JobReivindicado | None
        same transaction; `trabalhador` (host:pid) says who runs it.
 
     A second delivery of the same message finds nothing to claim.
+
+    Steps 1-4 are one call of the database function `relatorios_reivindicar`
+    (migration 0014): one round trip, atomic on its own.
     """
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(
-            """
-            SELECT t.id FROM tenants t JOIN relatorio_jobs j ON j.tenant_id = t.id
-             WHERE j.id = %s AND j.status = 'pendente' COLLATE "C"
-               FOR NO KEY UPDATE OF t
-            """,
-            [job_id],
+            "SELECT * FROM relatorios_reivindicar(%s::bigint, %s::bigint, %s::text)",
+            [job_id, settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT, trabalhador],
         )
-        if cursor.fetchone() is None:
-            return None
-        # Raw SQL: the ORM cannot UPDATE ... FROM ... RETURNING, nor open the
-        # ledger's row in the same statement.
-        cursor.execute(
-            """
-            WITH job AS (
-            UPDATE relatorio_jobs AS j
-               SET status = 'executando',
-                   tentativas = j.tentativas + 1,
-                   -- Part of the fence: clock_timestamp() differs even between
-                   -- two claims in one transaction, unlike now().
-                   iniciado_em = clock_timestamp(),
-                   heartbeat_em = now(),
-                   proxima_tentativa_em = NULL
-              FROM tenants AS t
-             WHERE j.id = %(id)s AND j.status = 'pendente' COLLATE "C"
-               AND t.id = j.tenant_id
-               AND (j.proxima_tentativa_em IS NULL OR j.proxima_tentativa_em <= now())
-               AND (SELECT count(*) FROM relatorio_jobs e
-                     WHERE e.tenant_id = j.tenant_id AND e.status = 'executando')
-                   < %(limite)s
-            RETURNING j.id, j.tentativas, j.iniciado_em, j.tenant_id, j.tipo,
-                      j.params, t.fuso_horario, j.checkpoint,
-                      -- Only a resumed job has any: the chunks done, in order.
-                      (SELECT jsonb_agg(p.parcial ORDER BY p.parte)
-                         FROM relatorio_parciais p
-                        WHERE p.job_id = j.id
-                          AND p.parte < (j.checkpoint ->> 'feitas')::int)
-            ), historico AS (
-                INSERT INTO relatorio_tentativas
-                       (job_id, numero, iniciado_em, trabalhador)
-                SELECT id, tentativas, iniciado_em, %(trabalhador)s FROM job
-            )
-            SELECT * FROM job
-            """,
-            {
-                "id": job_id,
-                "limite": settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT,
-                "trabalhador": trabalhador,
-            },
-        )
-        linha = cursor.fetchone()
-        if linha is None:
-            cursor.execute(
-                """
-                UPDATE relatorio_jobs SET enfileirado_em = NULL
-                 WHERE id = %s AND status = 'pendente' COLLATE "C"
-                   AND (proxima_tentativa_em IS NULL OR proxima_tentativa_em <= now())
-                """,
-                [job_id],
-            )
-            if cursor.rowcount:
-                logger.info("job aguarda vaga do tenant", extra={"job_id": job_id})
-            return None
+        desfecho, *linha = cursor.fetchone()
+    if desfecho == "sem_vaga":
+        logger.info("job aguarda vaga do tenant", extra={"job_id": job_id})
+    if desfecho != "reivindicado":
+        return None
     return JobReivindicado(
         tentativa=Tentativa(job_id=linha[0], numero=linha[1], iniciado_em=linha[2]),
         tenant_id=linha[3],

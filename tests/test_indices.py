@@ -116,13 +116,14 @@ def test_reivindicar_concluir_e_despachar_usam_indices(tenant: Tenant) -> None:
         services.batimento(tentativa=job.tentativa)
         services.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
 
-    resultado = planos(ciclo)
+    resultado = planos_aninhados(ciclo)
     assert sem_varredura_sequencial(resultado) == []
     # A lookup by id reads one row: never a scan of the pending-only indexes
     # filtered by id (what the planner chose with status = 'pendente' alone).
     por_id = [plano for sql, plano in resultado if POR_ID.search(sql)]
-    # The lock on the tenant, the claim, a heartbeat, the finish.
-    assert len(por_id) == 4
+    # The lock on the tenant and the claim (inside relatorios_reivindicar),
+    # a heartbeat, the finish.
+    assert len(por_id) >= 4
     assert [p for p in por_id if "relatorio_jobs_pkey" not in p] == []
 
 
