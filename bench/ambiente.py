@@ -154,6 +154,11 @@ def iniciar_web(nome: str, servidor: str, **extras: str) -> tuple[Processo, str]
         # (config/gunicorn.py's default: one per CPU plus one)
         n = int(env.get("GUNICORN_WORKERS") or len(os.sched_getaffinity(0)) + 1)
     elif modelo == "granian":
+        if not (Path(PYTHON).parent / "granian").exists():
+            # Not a requirement of the project (docs/benchmarks.md says why).
+            raise RuntimeError(
+                "--servers granian needs it: .venv/bin/pip install granian==2.8.7"
+            )
         n = int(workers_s or 2)
         env.setdefault("DB_PREPARE_THRESHOLD", "5")
         env.setdefault("DB_PLAN_CACHE_MODE", "auto")
