@@ -180,6 +180,16 @@ def test_acerto_de_dedup_e_uma_so_leitura(tenant: Tenant) -> None:
 
 
 @pytest.mark.django_db
+def test_acerto_de_dedup_nao_reserva_id(tenant: Tenant) -> None:
+    primeiro = submeter(tenant)
+    submeter(tenant)
+    submeter(tenant)
+    # A hit never calls nextval: the next new job takes the very next id.
+    segundo = submeter(tenant, {"inicio": "2026-02-01", "fim": "2026-02-28"})
+    assert segundo.job.id == primeiro.job.id + 1
+
+
+@pytest.mark.django_db
 def test_pedido_novo_e_uma_leitura_e_uma_chamada_da_funcao(tenant: Tenant) -> None:
     with CaptureQueriesContext(connection) as consultas:
         submissao = submeter(tenant)
