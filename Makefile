@@ -45,9 +45,11 @@ lint: install
 
 # The benchmark (docs/benchmarks.md): its own database, gunicorn, qcluster and
 # wrk; one line per figure. `make bench B=B1,B2` runs a subset, QUICK=1 a smoke
-# test, BENCH_ARGS passes more flags (python -m bench --help).
+# test, PEER=0 skips the seed peer (../shared/peers/express-seed) in B1,
+# BENCH_ARGS passes more flags (python -m bench --help).
 bench: install
-	$(BIN)/python -m bench $(if $(B),--only $(B)) $(if $(QUICK),--quick) $(BENCH_ARGS)
+	$(BIN)/python -m bench $(if $(B),--only $(B)) $(if $(QUICK),--quick) \
+		$(if $(filter 0,$(PEER)),--no-peer) $(BENCH_ARGS)
 
 format: install
 	$(BIN)/ruff check --fix .

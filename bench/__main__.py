@@ -1,7 +1,8 @@
 """`python -m bench [--only B1,B2] [--quick]`: the entry point of `make bench`.
 
 1. Derives the bench's own database from DATABASE_URL (same server, name
-   `<name>_run` unless --database) and points DATABASE_URL at it, so that this
+   `<name>_run_<hash of this checkout's path>` unless --database or
+   BENCH_DATABASE) and points DATABASE_URL at it, so that this
    process and every child (gunicorn, qcluster, manage.py) use it.
 2. Creates it (dropping a leftover of an interrupted run), migrates it.
 3. Runs the chosen scenarios; each prints one line per figure.
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import logging
 import os
 import platform
@@ -27,7 +29,7 @@ from types import FrameType
 
 import dj_database_url
 
-from bench.ambiente import SAIDA, Banco, fechar_monitor, parar_todos
+from bench.ambiente import RAIZ, SAIDA, Banco, fechar_monitor, parar_todos
 from bench.contexto import Contexto, nota
 
 # Also the order they run in, whatever the order of --only.
@@ -68,6 +70,8 @@ def main(argv: list[str] | None = None) -> int:
         n_tenants=args.tenants or (20 if args.quick else 200),
         cenarios_b1=[c.strip().lower() for c in args.b1.split(",") if c.strip()],
         perfil=args.profile,
+        par=not args.no_peer,
+        servidores=[x.strip() for x in args.servers.split(",") if x.strip()],
     )
     # Started in the background by a shell, a process inherits SIGINT
     # ignored; Ctrl-C (or kill -INT) must still stop the bench and clean up.
@@ -154,6 +158,17 @@ def _argumentos(argv: list[str] | None) -> argparse.Namespace:
         action="store_true",
         help="py-spy on the gunicorn workers during B1 (bench-output/perfil-*)",
     )
+    p.add_argument(
+        "--servers",
+        default="gunicorn",
+        help="B1 web servers, each measured: gunicorn (production config),"
+        " gunicorn-sync:W, gunicorn-gthread:WxT, granian:WxT",
+    )
+    p.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="B1 without the seed peer (bench/par.py; make bench PEER=0)",
+    )
     p.add_argument("--keep-database", action="store_true", help="for debugging")
     return p.parse_args(argv)
 
@@ -167,8 +182,15 @@ def _banco(nome: str | None) -> Banco:
         porta=int(base.get("PORT") or 5432),
         usuario=base.get("USER") or "postgres",
         senha=base.get("PASSWORD") or "",
-        nome=nome or f"{base['NAME']}_run",
+        nome=nome or os.environ.get("BENCH_DATABASE") or _nome_derivado(base["NAME"]),
     )
+
+
+def _nome_derivado(nome: str) -> str:
+    """`<name>_run_<6 hex of this checkout's path>`: two checkouts (worktrees)
+    benchmarking against one server at once never drop each other's database."""
+    marca = hashlib.sha256(str(RAIZ).encode()).hexdigest()[:6]
+    return f"{nome}_run_{marca}"
 
 
 def _cabecalho(ctx: Contexto, escolhidos: list[str]) -> None:
@@ -198,9 +220,11 @@ def _sem_jobs(banco: Banco) -> None:
     "0 jobs" would not be 0. Tenants and their ERP data stay.
     """
     with banco.conectar() as conexao:
+        # CASCADE: what hangs off a job (attempts, partials, subscriptions,
+        # deliveries...) goes with it, whatever tables later features add.
         conexao.execute(
             "TRUNCATE relatorio_jobs, relatorio_tentativas, relatorio_parciais,"
-            " django_q_ormq, django_q_task"
+            " django_q_ormq, django_q_task CASCADE"
         )
 
 

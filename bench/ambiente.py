@@ -111,6 +111,18 @@ def porta_livre() -> int:
 
 def iniciar_gunicorn(nome: str, **extras: str) -> tuple[Processo, str]:
     """gunicorn with config/gunicorn.py (production settings) on a free port."""
+    return iniciar_web(nome, "gunicorn", **extras)
+
+
+def iniciar_web(nome: str, servidor: str, **extras: str) -> tuple[Processo, str]:
+    """The web server on a free port, production settings, access log off.
+
+    `servidor`: `gunicorn` (config/gunicorn.py as it is: production), or a
+    variant for comparing server models (B1 --servers): `gunicorn-sync:W`,
+    `gunicorn-gthread:WxT`, `granian:WxT` (W workers x T threads). Every
+    variant gets the same environment as gunicorn's workers
+    (config/gunicorn.py's `raw_env`: prepared statements).
+    """
     porta = porta_livre()
     # The web refuses to start without the collected static files
     # (config/arranque.py): collect them once into the bench's own folder.
@@ -122,19 +134,53 @@ def iniciar_gunicorn(nome: str, **extras: str) -> tuple[Processo, str]:
             check=True,
         )
     extras.setdefault("DJANGO_STATIC_ROOT", str(estaticos))
+    modelo, _, forma = servidor.partition(":")
+    workers_s, _, threads_s = forma.partition("x")
+    variaveis: dict[str, str] = {}
+    if modelo in ("gunicorn-sync", "gunicorn-gthread"):
+        variaveis["GUNICORN_WORKERS"] = workers_s
+        variaveis["GUNICORN_THREADS"] = threads_s or "1"
+        modelo = "gunicorn"
     env = ambiente(
         GUNICORN_BIND=f"127.0.0.1:{porta}",
         # Access logs are a deployment choice (often the proxy's); the app's
         # own log lines (job aceito ...) stay on, as in production.
         GUNICORN_ACCESSLOG="",
+        **variaveis,
         **extras,
     )
-    processo = Processo(
-        "gunicorn",
-        [PYTHON, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"],
-        env,
-        SAIDA / f"{nome}-gunicorn.log",
-    )
+    if modelo == "gunicorn":
+        args = [PYTHON, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"]
+        # (config/gunicorn.py's default: one per CPU plus one)
+        n = int(env.get("GUNICORN_WORKERS") or len(os.sched_getaffinity(0)) + 1)
+    elif modelo == "granian":
+        if not (Path(PYTHON).parent / "granian").exists():
+            # Not a requirement of the project (docs/benchmarks.md says why).
+            raise RuntimeError(
+                "--servers granian needs it: .venv/bin/pip install granian==2.8.7"
+            )
+        n = int(workers_s or 2)
+        env.setdefault("DB_PREPARE_THRESHOLD", "5")
+        env.setdefault("DB_PLAN_CACHE_MODE", "auto")
+        env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+        args = [
+            str(Path(PYTHON).parent / "granian"),
+            "--interface",
+            "wsgi",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(porta),
+            "--workers",
+            str(n),
+            "--blocking-threads",
+            threads_s or "1",
+            "--no-access-log",
+            "config.wsgi:application",
+        ]
+    else:
+        raise ValueError(f"unknown server {servidor!r}")
+    processo = Processo(modelo, args, env, SAIDA / f"{nome}-{modelo}.log")
     url = f"http://127.0.0.1:{porta}"
     limite = time.monotonic() + 60
     while True:
@@ -146,11 +192,9 @@ def iniciar_gunicorn(nome: str, **extras: str) -> tuple[Processo, str]:
             if not processo.vivo() or time.monotonic() > limite:
                 texto = processo.texto_do_log()
                 processo.parar()
-                raise RuntimeError(f"gunicorn did not start:\n{texto}") from None
+                raise RuntimeError(f"{servidor} did not start:\n{texto}") from None
             time.sleep(0.1)
     # Every worker must be up (and its first import done) before a figure.
-    # (config/gunicorn.py's default: one per CPU plus one)
-    n = int(env.get("GUNICORN_WORKERS") or len(os.sched_getaffinity(0)) + 1)
     esperar_filhos(processo, n)
     return processo, url
 

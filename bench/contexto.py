@@ -23,6 +23,9 @@ class Contexto:
     n_tenants: int
     cenarios_b1: list[str]
     perfil: bool = False
+    par: bool = True  # B1 also measures the seed peer (bench/par.py)
+    # B1's servers (bench.ambiente.iniciar_web); the first is the reference.
+    servidores: list[str] = field(default_factory=lambda: ["gunicorn"])
     _tenants: list[TenantDeBench] | None = field(default=None, repr=False)
 
     def tenants(self) -> list[TenantDeBench]:

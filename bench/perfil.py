@@ -40,7 +40,7 @@ GRUPOS: list[tuple[str, str]] = [
 def ler(arquivos: list[Path]) -> Counter[str]:
     pilhas: Counter[str] = Counter()
     for arquivo in arquivos:
-        for linha in arquivo.read_text().splitlines():
+        for linha in arquivo.read_text(errors="replace").splitlines():
             pilha, _, n = linha.rpartition(" ")
             if pilha and n.isdigit():
                 pilhas[pilha] += int(n)

@@ -39,6 +39,11 @@ raw_env = [
 ]
 timeout = 30
 graceful_timeout = 20
+# Recycle a worker after this many requests (plus up to 10% jitter, so the
+# workers do not restart together): bounds what a slow leak can grow to.
+# 0 turns it off.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS") or 10000)
+max_requests_jitter = max_requests // 10
 # Request line and headers: gunicorn answers 400 beyond these (the body's
 # limit is RELATORIOS_CORPO_MAX_BYTES, checked by the app from Content-Length).
 # gunicorn's defaults, stated here so the README's list can point at them.

@@ -29,10 +29,11 @@ from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.models.functions import Collate, Now
+from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
-from relatorios import logs, metricas, normalizacao, notificacoes, tipos
+from relatorios import fila, logs, metricas, normalizacao, notificacoes, tipos
 from relatorios.consultas import COLUNAS_ESTADO, JobEstado, json_do_banco
 from relatorios.fila import BrokerComAtraso
 from relatorios.models import (
@@ -168,22 +169,27 @@ def _submeter(
     1. Normalize the parameters and derive the chave (pure; errors name the field).
     2. Hit path: read the row by chave. One read-only statement: no row lock,
        no WAL. A pending, running or valid finished job answers the request.
-    3. Otherwise (absent, failed or expired) check the store codes, lock the
-       tenant, and run seed 000's upsert. Its ON CONFLICT ... WHERE alone
-       decides, race-free, whether this request creates or restarts the job.
-       If it did, the pending cap is checked (LimiteDePendentes rolls it all
-       back) and the queue message is written in the same transaction, when
-       the tenant has a free slot.
+       A miss also reserves the id a new job will have (the queue message
+       names it, and is signed before the write).
+    3. Otherwise (absent, failed or expired) one call of the database
+       function `relatorios_submeter` (migration 0014) checks the store
+       codes, locks the tenant, counts its occupancy and runs seed 000's
+       upsert; when it created or restarted the job it writes the queue
+       message too, if the tenant has a free slot. One statement, so one
+       transaction of its own (or the caller's): the message commits or rolls
+       back with the row. Over the pending cap it writes nothing and the
+       request is refused (LimiteDePendentes).
     4. An empty RETURNING means another request won the race after step 2
        (its row was not visible to our read, or was being restarted). A new
        statement sees the committed row: go back to step 2.
+
+    A new submit is two round trips (read, function), a hit one.
     """
     tipo_relatorio = tipos.obter(tipo)
     params = tipo_relatorio.normalizar(params_brutos)
     chave = normalizacao.chave(tenant_id, tipo, params)
-    lojas_verificadas = False
     for _ in range(3):
-        atual, reiniciavel = _ler_por_chave(chave=chave, tenant_id=tenant_id)
+        atual, reiniciavel, job_id = _ler_por_chave(chave=chave, tenant_id=tenant_id)
         if atual is not None and not reiniciavel:
             logger.info(
                 "job reaproveitado",
@@ -197,31 +203,19 @@ def _submeter(
                 },
             )
             return Submissao(job=atual, criado=False)
-        if not lojas_verificadas:
-            verificar_lojas(tenant_id=tenant_id, lojas=params["lojas"])
-            lojas_verificadas = True
-        with transaction.atomic(), connection.cursor() as cursor:
-            _travar_tenant(cursor, tenant_id)
-            pendentes, em_voo = _ocupacao(cursor, tenant_id)
-            enfileirar = em_voo < settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT
-            novo, reiniciado = _inserir_ou_reiniciar(
-                cursor,
-                chave=chave,
-                tenant_id=tenant_id,
-                tipo=tipo,
-                params=params,
-                usuario_id=usuario_id,
-                enfileirar=enfileirar,
-                request_id=request_id,
-            )
-            if novo is not None:
-                if pendentes >= settings.RELATORIOS_MAX_PENDENTES_POR_TENANT:
-                    raise LimiteDePendentes(
-                        settings.RELATORIOS_MAX_PENDENTES_POR_TENANT
-                    )
-                if enfileirar:
-                    _enfileirar(job_id=novo.id, tipo=tipo)
-        if novo is not None:
+        gravado = _gravar_pedido(
+            job_id=job_id,
+            chave=chave,
+            tenant_id=tenant_id,
+            tipo=tipo,
+            params=params,
+            usuario_id=usuario_id,
+            request_id=request_id,
+        )
+        if gravado is not None:
+            novo, enfileirado = gravado
+            # The read found a failed or expired row: the function restarted it.
+            reiniciado = atual is not None
             logger.info(
                 "job aceito",
                 extra={
@@ -231,7 +225,7 @@ def _submeter(
                     "tipo": tipo,
                     "chave": chave[:12],
                     "reiniciado": reiniciado,
-                    "enfileirado": enfileirar,
+                    "enfileirado": enfileirado,
                 },
             )
             return Submissao(job=novo, criado=True, reiniciado=reiniciado)
@@ -263,74 +257,20 @@ def reivindicar(*, job_id: int, trabalhador: str = "") -> JobReivindicado | None
        same transaction; `trabalhador` (host:pid) says who runs it.
 
     A second delivery of the same message finds nothing to claim.
+
+    Steps 1-4 are one call of the database function `relatorios_reivindicar`
+    (migration 0015): one round trip, atomic on its own.
     """
-    with transaction.atomic(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(
-            """
-            SELECT t.id FROM tenants t JOIN relatorio_jobs j ON j.tenant_id = t.id
-             WHERE j.id = %s AND j.status = 'pendente' COLLATE "C"
-               FOR NO KEY UPDATE OF t
-            """,
-            [job_id],
+            "SELECT * FROM relatorios_reivindicar(%s::bigint, %s::bigint, %s::text)",
+            [job_id, settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT, trabalhador],
         )
-        if cursor.fetchone() is None:
-            return None
-        # Raw SQL: the ORM cannot UPDATE ... FROM ... RETURNING, nor open the
-        # ledger's row in the same statement.
-        cursor.execute(
-            """
-            WITH job AS (
-            UPDATE relatorio_jobs AS j
-               SET status = 'executando',
-                   tentativas = j.tentativas + 1,
-                   -- Part of the fence: clock_timestamp() differs even between
-                   -- two claims in one transaction, unlike now().
-                   iniciado_em = clock_timestamp(),
-                   heartbeat_em = now(),
-                   proxima_tentativa_em = NULL
-              FROM tenants AS t
-             WHERE j.id = %(id)s AND j.status = 'pendente' COLLATE "C"
-               AND t.id = j.tenant_id
-               AND (j.proxima_tentativa_em IS NULL OR j.proxima_tentativa_em <= now())
-               AND (SELECT count(*) FROM relatorio_jobs e
-                     WHERE e.tenant_id = j.tenant_id AND e.status = 'executando')
-                   < %(limite)s
-            RETURNING j.id, j.tentativas, j.iniciado_em, j.tenant_id, j.tipo,
-                      j.params, t.fuso_horario, j.checkpoint,
-                      -- Only a resumed job has any: the chunks done, in order.
-                      (SELECT jsonb_agg(p.parcial ORDER BY p.parte)
-                         FROM relatorio_parciais p
-                        WHERE p.job_id = j.id
-                          AND p.parte < (j.checkpoint ->> 'feitas')::int),
-                      j.request_id,
-                      CASE WHEN j.tentativas = 1
-                           THEN extract(epoch FROM j.iniciado_em - j.criado_em) END
-            ), historico AS (
-                INSERT INTO relatorio_tentativas
-                       (job_id, numero, iniciado_em, trabalhador)
-                SELECT id, tentativas, iniciado_em, %(trabalhador)s FROM job
-            )
-            SELECT * FROM job
-            """,
-            {
-                "id": job_id,
-                "limite": settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT,
-                "trabalhador": trabalhador,
-            },
-        )
-        linha = cursor.fetchone()
-        if linha is None:
-            cursor.execute(
-                """
-                UPDATE relatorio_jobs SET enfileirado_em = NULL
-                 WHERE id = %s AND status = 'pendente' COLLATE "C"
-                   AND (proxima_tentativa_em IS NULL OR proxima_tentativa_em <= now())
-                """,
-                [job_id],
-            )
-            if cursor.rowcount:
-                logger.info("job aguarda vaga do tenant", extra={"job_id": job_id})
-            return None
+        desfecho, *linha = cursor.fetchone()
+    if desfecho == "sem_vaga":
+        logger.info("job aguarda vaga do tenant", extra={"job_id": job_id})
+    if desfecho != "reivindicado":
+        return None
     return JobReivindicado(
         tentativa=Tentativa(job_id=linha[0], numero=linha[1], iniciado_em=linha[2]),
         tenant_id=linha[3],
@@ -949,75 +889,96 @@ def _despachar_do_job(job_id: int) -> None:
         despachar(tenant_id=tenant_id)
 
 
-def _ler_por_chave(*, chave: str, tenant_id: int) -> tuple[JobEstado | None, bool]:
+def _ler_por_chave(*, chave: str, tenant_id: int) -> tuple[JobEstado | None, bool, int]:
+    """(the job, whether it may start over, the id a write would use)."""
     with connection.cursor() as cursor:
         # By chave alone, so the plan is always the unique index; the tenant is
-        # inside the chave, and checked below as an invariant.
+        # inside the chave, and checked below as an invariant. On a miss the
+        # sequence gives the new job's id; COALESCE evaluates nextval only
+        # then, so a hit stays a read.
         cursor.execute(
             f"""
             SELECT {COLUNAS_ESTADO},
                    status = 'falhou' OR (status = 'pronto' AND expira_em < now()),
-                   tenant_id
-              FROM relatorio_jobs
-             WHERE chave = %s
+                   tenant_id,
+                   COALESCE(id, nextval(pg_get_serial_sequence('relatorio_jobs', 'id')))
+              FROM (SELECT) AS um LEFT JOIN relatorio_jobs ON chave = %s
             """,
             [chave],
         )
         linha = cursor.fetchone()
-    if linha is None:
-        return None, False
+    if linha[0] is None:
+        return None, False, int(linha[12])
     if linha[11] != tenant_id:
         raise RuntimeError(f"chave {chave} belongs to another tenant")
-    return JobEstado.da_linha(linha), bool(linha[10])
+    return JobEstado.da_linha(linha), bool(linha[10]), int(linha[12])
 
 
-def _inserir_ou_reiniciar(
-    cursor: CursorWrapper,
+# The job's columns as `relatorios_submeter` returns them (a relatorio_jobs row).
+_COLUNAS_DA_FUNCAO = ", ".join(
+    f"(s.job).{c.strip()}" for c in COLUNAS_ESTADO.split(",")
+)
+
+
+def _gravar_pedido(
     *,
+    job_id: int,
     chave: str,
     tenant_id: int,
     tipo: str,
     params: dict[str, Any],
     usuario_id: int | None,
-    enfileirar: bool,
     request_id: str | None,
-) -> tuple[JobEstado | None, bool]:
-    """(the job, whether it was restarted rather than inserted), or (None,
-    False) when the row exists and may not start over."""
-    # Seed 000's upsert: the WHERE of DO UPDATE is the only place that decides
-    # when an existing job may start over. `xmax = 0` holds only for the row
-    # version an INSERT wrote; one written by DO UPDATE carries our xid.
-    cursor.execute(
-        f"""
-        INSERT INTO relatorio_jobs AS j
-               (chave, tenant_id, tipo, params, status, solicitado_por_id,
-                enfileirado_em, request_id)
-        VALUES (%(chave)s, %(tenant)s, %(tipo)s, %(params)s::jsonb, 'pendente',
-                %(usuario)s, CASE WHEN %(enfileirar)s THEN now() END,
-                %(request_id)s)
-        ON CONFLICT (chave) DO UPDATE
-           SET {_RECOMECO},
-               solicitado_por_id = EXCLUDED.solicitado_por_id,
-               enfileirado_em = EXCLUDED.enfileirado_em,
-               request_id = EXCLUDED.request_id
-         WHERE j.status = 'falhou'
-            OR (j.status = 'pronto' AND j.expira_em < now())
-        RETURNING {COLUNAS_ESTADO}, j.xmax <> 0
-        """,
-        {
-            "chave": chave,
-            "tenant": tenant_id,
-            "tipo": tipo,
-            "params": json.dumps(params),
-            "usuario": usuario_id,
-            "enfileirar": enfileirar,
-            "request_id": request_id,
-        },
+) -> tuple[JobEstado, bool] | None:
+    """Steps 3-4 of `submeter`: (the job, whether it got its message), or None
+    when another request's row stands in the way (read again).
+
+    Raw SQL because the concurrency lives in the function (migration 0014 says
+    why it is a function); the message is signed here, by django-q2's own
+    signer (`fila.pacote`), and inserted there.
+    """
+    mensagem = fila.pacote(
+        TAREFA, job_id, nome=f"relatorio-{job_id}", timeout=_timeout_da_tarefa(tipo)
     )
-    linha = cursor.fetchone()
-    if linha is None:
-        return None, False
-    return JobEstado.da_linha(linha), bool(linha[10])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT s.desfecho, s.lojas_desconhecidas, s.enfileirado,
+                   {_COLUNAS_DA_FUNCAO}
+              FROM relatorios_submeter(
+                       %(id)s::bigint, %(chave)s::text, %(tenant)s::bigint,
+                       %(tipo)s::text, %(params)s::jsonb, %(usuario)s::bigint,
+                       %(lojas)s::text[], %(max_pendentes)s::bigint,
+                       %(max_em_voo)s::bigint, %(fila)s::text, %(mensagem)s::text,
+                       %(request_id)s::text
+                   ) AS s
+            """,
+            {
+                "id": job_id,
+                "chave": chave,
+                "tenant": tenant_id,
+                "tipo": tipo,
+                "params": json.dumps(params),
+                "usuario": usuario_id,
+                "lojas": list(params["lojas"]),
+                "max_pendentes": settings.RELATORIOS_MAX_PENDENTES_POR_TENANT,
+                "max_em_voo": settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT,
+                "fila": Conf.CLUSTER_NAME,
+                "mensagem": mensagem,
+                "request_id": request_id,
+            },
+        )
+        linha = cursor.fetchone()
+    desfecho = linha[0]
+    if desfecho == "lojas":
+        raise normalizacao.ErroDeParametro(
+            "lojas", f"lojas desconhecidas: {', '.join(linha[1])}"
+        )
+    if desfecho == "limite":
+        raise LimiteDePendentes(settings.RELATORIOS_MAX_PENDENTES_POR_TENANT)
+    if desfecho == "corrida":
+        return None
+    return JobEstado.da_linha(linha[3:]), bool(linha[2])
 
 
 def verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:
@@ -1036,12 +997,14 @@ def verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:
         )
 
 
+def _timeout_da_tarefa(tipo: str) -> int:
+    return int(tipos.obter(tipo).timeout() + settings.RELATORIOS_MARGEM_HARD_STOP_S)
+
+
 def _enfileirar(*, job_id: int, tipo: str, quando: datetime | None = None) -> None:
     # The ORM broker writes the message through the same connection, inside the
     # caller's transaction: it commits or rolls back with the job's row.
-    opcoes: dict[str, Any] = {
-        "timeout": tipos.obter(tipo).timeout() + settings.RELATORIOS_MARGEM_HARD_STOP_S
-    }
+    opcoes: dict[str, Any] = {"timeout": _timeout_da_tarefa(tipo)}
     if quando is not None:
         opcoes["broker"] = BrokerComAtraso(quando)
     async_task(TAREFA, job_id, task_name=f"relatorio-{job_id}", q_options=opcoes)

@@ -10,6 +10,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_q.models import OrmQ
+from django_q.tasks import async_task
 
 from relatorios import normalizacao, services
 from relatorios.models import RelatorioJob, Status, Tenant
@@ -179,24 +180,62 @@ def test_acerto_de_dedup_e_uma_so_leitura(tenant: Tenant) -> None:
 
 
 @pytest.mark.django_db
-def test_pedido_novo_le_trava_o_tenant_conta_insere_e_enfileira(
-    tenant: Tenant,
-) -> None:
+def test_acerto_de_dedup_nao_reserva_id(tenant: Tenant) -> None:
+    primeiro = submeter(tenant)
+    submeter(tenant)
+    submeter(tenant)
+    # A hit never calls nextval: the next new job takes the very next id.
+    segundo = submeter(tenant, {"inicio": "2026-02-01", "fim": "2026-02-28"})
+    assert segundo.job.id == primeiro.job.id + 1
+
+
+@pytest.mark.django_db
+def test_pedido_novo_e_uma_leitura_e_uma_chamada_da_funcao(tenant: Tenant) -> None:
     with CaptureQueriesContext(connection) as consultas:
-        submeter(tenant)
+        submissao = submeter(tenant)
     sqls = [
         " ".join(c["sql"].split())
         for c in consultas
         # SAVEPOINTs: the test itself runs inside a transaction.
         if not c["sql"].startswith(("SAVEPOINT", "RELEASE"))
     ]
-    assert len(sqls) == 5
+    assert len(sqls) == 2
     assert sqls[0].startswith("SELECT")
-    assert "FROM relatorio_jobs" in sqls[0]
-    assert sqls[1].endswith("FOR NO KEY UPDATE")
-    assert sqls[2].startswith("SELECT p.pendentes")  # the tenant's occupancy
-    assert sqls[3].startswith("INSERT INTO relatorio_jobs")
-    assert sqls[4].startswith('INSERT INTO "django_q_ormq"')
+    assert "FROM (SELECT) AS um LEFT JOIN relatorio_jobs" in sqls[0]
+    assert "FROM relatorios_submeter(" in sqls[1]
+    assert submissao.criado
+    assert mensagens() == [submissao.job.id]
+
+
+@pytest.mark.django_db
+def test_mensagem_do_submit_e_a_do_async_task(tenant: Tenant) -> None:
+    submissao = submeter(tenant)
+    escrita = OrmQ.objects.get()
+    async_task(
+        services.TAREFA,
+        submissao.job.id,
+        task_name=f"relatorio-{submissao.job.id}",
+        q_options={"timeout": services._timeout_da_tarefa("vendas")},
+    )
+    referencia = OrmQ.objects.exclude(pk=escrita.pk).get()
+    nossa, deles = escrita.task, referencia.task
+    assert list(nossa) == list(deles)  # same keys, same order
+    for campo in ("id", "started"):
+        nossa.pop(campo), deles.pop(campo)
+    assert nossa == deles
+    assert escrita.key == referencia.key
+
+
+@pytest.mark.django_db
+def test_limite_de_pendentes_nao_grava_nada(tenant: Tenant, settings: Any) -> None:
+    settings.RELATORIOS_MAX_PENDENTES_POR_TENANT = 1
+    primeiro = submeter(tenant)
+    with pytest.raises(services.LimiteDePendentes):
+        submeter(tenant, {"inicio": "2026-02-01", "fim": "2026-02-28"})
+    assert list(RelatorioJob.objects.values_list("id", flat=True)) == [primeiro.job.id]
+    assert mensagens() == [primeiro.job.id]
+    # A repeat of a pending job is a hit, never a 429.
+    assert submeter(tenant).job.id == primeiro.job.id
 
 
 @pytest.mark.django_db(transaction=True)
