@@ -143,13 +143,6 @@ def params_da_ocorrencia(
     }
 
 
-def agora_do_banco() -> datetime:
-    # The clock every guard compares with; tests inject theirs instead.
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT now()")
-        return cursor.fetchone()[0]
-
-
 # --- Managing schedules --------------------------------------------------------
 
 
@@ -193,7 +186,7 @@ def criar(
         raise ErroDeParametro("nome", "texto de até 200 caracteres")
     destinatarios = _emails(destinatarios)
     fuso = _fuso(tenant_id)
-    agora = agora_do_banco()
+    agora = services.agora_do_banco()
     primeiro = proximo_disparo(cron, fuso, agora)
     modelo = Agendamento(
         periodo=periodo, agrupar="dia" if agrupar is None else agrupar, lojas=lojas
@@ -239,7 +232,7 @@ def retomar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
         agendamento = _travar(agendamento_id, tenant_id)
         if agendamento is None or agendamento.ativo or agendamento.excluido_em:
             return False
-        agora = agora_do_banco()
+        agora = services.agora_do_banco()
         fuso = _fuso(agendamento.tenant_id)
         proximo = proximo_disparo(agendamento.cron, fuso, agora)
         Agendamento.objects.filter(pk=agendamento.pk).update(
@@ -260,7 +253,7 @@ def executar_agora(*, agendamento_id: int) -> Ocorrencia:
     agendamento = Agendamento.objects.select_related("tenant").get(
         pk=agendamento_id, excluido_em__isnull=True
     )
-    agora = agora_do_banco()
+    agora = services.agora_do_banco()
     ocorrencia = _registrar(
         agendamento,
         agendamento.tenant.fuso_horario,
@@ -310,7 +303,7 @@ def disparar(*, agora: datetime | None = None) -> Disparo:
        `pulada`, so its alert opens at its deadline.
     3. Move `proximo_disparo` past now (guarded by its old value).
     """
-    agora = agora or agora_do_banco()
+    agora = agora or services.agora_do_banco()
     resultado = Disparo()
     devidos = Agendamento.objects.select_related("tenant").filter(
         ativo=True, excluido_em__isnull=True, proximo_disparo__lte=agora
@@ -488,7 +481,7 @@ def _desativar(*, agendamento_id: int, tenant_id: int | None, excluir: bool) -> 
             return False
         if not agendamento.ativo and not excluir:
             return False
-        agora = agora_do_banco()
+        agora = services.agora_do_banco()
         if agendamento.ativo:
             registrar_nao_disparadas(
                 agendamento, ate=agora, motivo="pausado antes de disparar"

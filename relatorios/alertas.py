@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models.functions import Now
 
 from relatorios import agendamentos, metricas, notificacoes, services
 from relatorios.models import Agendamento, Alerta, Evento, Ocorrencia, Status
@@ -51,7 +52,7 @@ class Verificacao:
 
 def verificar(*, agora: datetime | None = None) -> Verificacao:
     """One pass: record the unfired, settle the due, close the fulfilled."""
-    agora = agora or agendamentos.agora_do_banco()
+    agora = agora or services.agora_do_banco()
     resultado = Verificacao()
     _registrar_devidas(agora, resultado)
     _abrir(agora, resultado)
@@ -68,7 +69,7 @@ def fechar(*, alerta_id: int, usuario_id: int | None, nota: str) -> Acao:
         return Acao(False, "informe uma nota")
     with transaction.atomic():
         n = Alerta.objects.filter(pk=alerta_id, fechado_em__isnull=True).update(
-            fechado_em=agendamentos.agora_do_banco(),
+            fechado_em=Now(),
             fechado_por_id=usuario_id,
             nota=nota,
         )

@@ -441,7 +441,7 @@ def adiar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> str | None
             if falhar(tentativa=tentativa, erro=final, detalhe=detalhe)
             else None
         )
-    quando = _agora_do_banco() + timedelta(
+    quando = agora_do_banco() + timedelta(
         seconds=atraso_de_retentativa(tentativa.numero)
     )
     ganhou = _de_volta_a_fila(
@@ -1010,8 +1010,9 @@ def _enfileirar(*, job_id: int, tipo: str, quando: datetime | None = None) -> No
     async_task(TAREFA, job_id, task_name=f"relatorio-{job_id}", q_options=opcoes)
 
 
-def _agora_do_banco() -> datetime:
-    # Delays are relative to the database clock, which every guard compares with.
+def agora_do_banco() -> datetime:
+    # Delays and schedules are relative to the database clock, which every
+    # guard compares with (the scheduler's tests inject theirs instead).
     with connection.cursor() as cursor:
         cursor.execute("SELECT now()")
         return cursor.fetchone()[0]
