@@ -11,12 +11,15 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connection
 from django.http import Http404
 
 from relatorios.models import Alerta, Loja, RelatorioJob
+
+if TYPE_CHECKING:
+    from relatorios.api.limites import Contagem
 
 # An id beyond PostgreSQL's bigint would be a database error, not a 404.
 ID_MAXIMO = 2**63 - 1
@@ -59,21 +62,37 @@ class JobEstado:
         )
 
 
-def estado_do_job(*, tenant_id: int, job_id: int) -> JobEstado:
+def estado_do_job(
+    *, tenant_id: int, job_id: int, contagem: Contagem | None = None
+) -> JobEstado:
     """The status endpoint's read: one statement by id and tenant, no ORM.
 
     Polled every two seconds by every waiting client: building and compiling
     an ORM query was most of this request's Python time (docs/benchmarks.md).
+    With `contagem` the same statement counts the request against the API
+    limit (relatorios/api/limites.py): still one round trip.
     """
     if not 0 < job_id <= ID_MAXIMO:
         raise Http404("job não encontrado")
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {COLUNAS_ESTADO} FROM relatorio_jobs"
-            " WHERE id = %s AND tenant_id = %s",
-            [job_id, tenant_id],
-        )
-        linha = cursor.fetchone()
+        if contagem is None:
+            cursor.execute(
+                f"SELECT {COLUNAS_ESTADO} FROM relatorio_jobs"
+                " WHERE id = %s AND tenant_id = %s",
+                [job_id, tenant_id],
+            )
+            linha = cursor.fetchone()
+        else:
+            cursor.execute(
+                f"WITH {contagem.cte}"
+                f" SELECT {COLUNAS_ESTADO}, limite.pedidos, limite.restante"
+                " FROM limite LEFT JOIN relatorio_jobs ON id = %s AND tenant_id = %s",
+                [*contagem.parametros, job_id, tenant_id],
+            )
+            *linha, pedidos, restante = cursor.fetchone()
+            contagem.registrar(pedidos, restante)
+            if linha[0] is None:
+                linha = None
     if linha is None:
         raise Http404("job não encontrado")
     return JobEstado.da_linha(linha)

@@ -22,7 +22,7 @@ import logging
 import random
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
@@ -44,6 +44,9 @@ from relatorios.models import (
     Status,
 )
 from relatorios.models.jobs import Agora
+
+if TYPE_CHECKING:
+    from relatorios.api.limites import Contagem
 
 logger = logging.getLogger(__name__)
 
@@ -131,11 +134,14 @@ def submeter(
     params_brutos: Any,
     usuario_id: int | None,
     request_id: str | None = None,
+    contagem: Contagem | None = None,
 ) -> Submissao:
     """Accept a report request (see `_submeter`), counting its outcome.
 
     `request_id` (default: the current request's, relatorios/logs.py) is
-    stored with a job this request creates or restarts.
+    stored with a job this request creates or restarts. `contagem`: the API
+    limit's count, carried by the read by chave (relatorios/api/limites.py);
+    over the limit, its 429 is raised before anything is written.
     """
     try:
         submissao = _submeter(
@@ -144,6 +150,7 @@ def submeter(
             params_brutos=params_brutos,
             usuario_id=usuario_id,
             request_id=request_id or logs.request_id_atual(),
+            contagem=contagem,
         )
     except (normalizacao.ErroDeParametro, LimiteDePendentes):
         metricas.submissao(tipo=tipo, desfecho="rejeitado")
@@ -163,6 +170,7 @@ def _submeter(
     params_brutos: Any,
     usuario_id: int | None,
     request_id: str | None,
+    contagem: Contagem | None,
 ) -> Submissao:
     """Accept a report request: reuse the tenant's job for it or create one.
 
@@ -189,7 +197,10 @@ def _submeter(
     params = tipo_relatorio.normalizar(params_brutos)
     chave = normalizacao.chave(tenant_id, tipo, params)
     for _ in range(3):
-        atual, reiniciavel, job_id = _ler_por_chave(chave=chave, tenant_id=tenant_id)
+        atual, reiniciavel, job_id = _ler_por_chave(
+            chave=chave, tenant_id=tenant_id, contagem=contagem
+        )
+        contagem = None  # counted once, by the first read
         if atual is not None and not reiniciavel:
             logger.info(
                 "job reaproveitado",
@@ -889,24 +900,39 @@ def _despachar_do_job(job_id: int) -> None:
         despachar(tenant_id=tenant_id)
 
 
-def _ler_por_chave(*, chave: str, tenant_id: int) -> tuple[JobEstado | None, bool, int]:
-    """(the job, whether it may start over, the id a write would use)."""
+def _ler_por_chave(
+    *, chave: str, tenant_id: int, contagem: Contagem | None = None
+) -> tuple[JobEstado | None, bool, int]:
+    """(the job, whether it may start over, the id a write would use).
+
+    With `contagem`, the same statement counts the request against the API
+    limit (its UPSERT as a CTE, on an unlogged table) and raises its 429.
+    """
+    # By chave alone, so the plan is always the unique index; the tenant is
+    # inside the chave, and checked below as an invariant. On a miss the
+    # sequence gives the new job's id; COALESCE evaluates nextval only then,
+    # so a hit writes nothing but the limit's counter.
+    colunas = f"""{COLUNAS_ESTADO},
+        status = 'falhou' OR (status = 'pronto' AND expira_em < now()),
+        tenant_id,
+        COALESCE(id, nextval(pg_get_serial_sequence('relatorio_jobs', 'id')))"""
     with connection.cursor() as cursor:
-        # By chave alone, so the plan is always the unique index; the tenant is
-        # inside the chave, and checked below as an invariant. On a miss the
-        # sequence gives the new job's id; COALESCE evaluates nextval only
-        # then, so a hit stays a read.
-        cursor.execute(
-            f"""
-            SELECT {COLUNAS_ESTADO},
-                   status = 'falhou' OR (status = 'pronto' AND expira_em < now()),
-                   tenant_id,
-                   COALESCE(id, nextval(pg_get_serial_sequence('relatorio_jobs', 'id')))
-              FROM (SELECT) AS um LEFT JOIN relatorio_jobs ON chave = %s
-            """,
-            [chave],
-        )
-        linha = cursor.fetchone()
+        if contagem is None:
+            cursor.execute(
+                f"SELECT {colunas}"
+                " FROM (SELECT) AS um LEFT JOIN relatorio_jobs ON chave = %s",
+                [chave],
+            )
+            linha = cursor.fetchone()
+        else:
+            cursor.execute(
+                f"WITH {contagem.cte}"
+                f" SELECT {colunas}, limite.pedidos, limite.restante"
+                " FROM limite LEFT JOIN relatorio_jobs ON chave = %s",
+                [*contagem.parametros, chave],
+            )
+            *linha, pedidos, restante = cursor.fetchone()
+            contagem.registrar(pedidos, restante)
     if linha[0] is None:
         return None, False, int(linha[12])
     if linha[11] != tenant_id:

@@ -17,8 +17,10 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from relatorios import services
+from relatorios import consultas, services
+from relatorios.api.limites import Contagem
 from relatorios.models import RelatorioJob, Tenant
+from tests import helpers
 
 pytestmark = pytest.mark.django_db
 
@@ -107,6 +109,38 @@ def test_submit_novo_e_repetido_usam_indices(tenant: Tenant) -> None:
     assert "relatorio_jobs_chave_key" in repetido[0][1]
 
 
+def test_acerto_e_status_com_o_limite_da_api_usam_indices(tenant: Tenant) -> None:
+    """The API's statements carry the per-token limit's UPSERT as a CTE
+    (relatorios/api/limites.py): the read beside it keeps its index."""
+    usuario, _ = helpers.criar_usuario(tenant)
+    job_id = submeter(tenant)
+
+    def contagem() -> Contagem:
+        return Contagem(usuario_id=usuario.pk, limite=100, janela_s=60)
+
+    acerto = planos(
+        lambda: services.submeter(
+            tenant_id=tenant.pk,
+            tipo="vendas",
+            params_brutos=PEDIDO | {"fim": "2026-01-31"},
+            usuario_id=usuario.pk,
+            contagem=contagem(),
+        )
+    )
+    status = planos(
+        lambda: consultas.estado_do_job(
+            tenant_id=tenant.pk, job_id=job_id, contagem=contagem()
+        )
+    )
+    assert len(acerto) == len(status) == 1
+    assert "relatorio_limites_api" in acerto[0][0]
+    assert "relatorio_limites_api" in status[0][0]
+    assert sem_varredura_sequencial(acerto + status) == []
+    assert "relatorio_jobs_chave_key" in acerto[0][1]
+    # (Which index the status read takes in a near-empty table is a tie; that
+    # it reads one row in a long history is pinned below.)
+
+
 def test_reivindicar_concluir_e_despachar_usam_indices(tenant: Tenant) -> None:
     ids = [submeter(tenant, dia) for dia in (1, 2, 3)]
 
@@ -189,10 +223,25 @@ def test_ciclo_do_job_nao_le_o_historico_do_tenant(tenant: Tenant) -> None:
         )
         cursor.execute("ANALYZE relatorio_jobs")
     ids = [submeter(tenant, dia) for dia in (1, 2, 3)]
+    usuario, _ = helpers.criar_usuario(tenant)
 
     def ciclo() -> None:
         submeter(tenant, 4)
         submeter(tenant, 4)  # the dedup hit
+        # ... and as the API runs them: the limit's UPSERT beside the read.
+        services.submeter(
+            tenant_id=tenant.pk,
+            tipo="vendas",
+            params_brutos={"inicio": "2026-01-01", "fim": "2026-01-04"},
+            usuario_id=usuario.pk,
+            contagem=Contagem(usuario_id=usuario.pk, limite=100, janela_s=60),
+        )
+        consultas.estado_do_job(tenant_id=tenant.pk, job_id=ids[1])
+        consultas.estado_do_job(
+            tenant_id=tenant.pk,
+            job_id=ids[1],
+            contagem=Contagem(usuario_id=usuario.pk, limite=100, janela_s=60),
+        )
         job = services.reivindicar(job_id=ids[0])
         assert job is not None
         services.batimento(tentativa=job.tentativa)
@@ -202,5 +251,5 @@ def test_ciclo_do_job_nao_le_o_historico_do_tenant(tenant: Tenant) -> None:
 
     leituras = linhas_por_comando(ciclo)
 
-    assert len(leituras) >= 8
+    assert len(leituras) >= 11
     assert {sql: n for sql, n in leituras.items() if n > 10} == {}

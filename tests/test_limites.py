@@ -7,9 +7,12 @@ import json
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django_q.models import OrmQ
 
-from relatorios.models import Tenant
+from relatorios.models import RelatorioJob, Tenant
 from tests import helpers
 from tests.processos import iniciar_gunicorn
 
@@ -61,6 +64,98 @@ def test_limite_zero_desliga(tenant: Tenant, settings: Any) -> None:
     cliente = helpers.cliente_com_token(helpers.criar_usuario(tenant)[1])
     codigos = {cliente.get("/relatorios/alertas").status_code for _ in range(30)}
     assert codigos == {200}
+
+
+PEDIDO = {"inicio": "2026-01-01", "fim": "2026-01-31", "agrupar": "mes"}
+
+
+def submeter(cliente: Client, pedido: Any = PEDIDO) -> Any:
+    return cliente.post(
+        "/relatorios/vendas", data=json.dumps(pedido), content_type="application/json"
+    )
+
+
+def pedidos_contados(usuario_id: int) -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pedidos FROM relatorio_limites_api WHERE usuario_id = %s",
+            [usuario_id],
+        )
+        linha = cursor.fetchone()
+    return int(linha[0]) if linha else 0
+
+
+@pytest.mark.django_db
+def test_status_e_acerto_contam_o_limite_na_propria_consulta(
+    tenant: Tenant, settings: Any
+) -> None:
+    """The two hot requests stay one round trip with the limit on (B2)."""
+    settings.RELATORIOS_API_LIMITE = 100
+    usuario, token = helpers.criar_usuario(tenant)
+    cliente = helpers.cliente_com_token(token)
+    job_id = submeter(cliente).json()["id"]  # also caches the token
+
+    for pedir in (
+        lambda: cliente.get(f"/relatorios/jobs/{job_id}"),
+        lambda: submeter(cliente),
+    ):
+        with CaptureQueriesContext(connection) as capturadas:
+            resposta = pedir()
+        assert resposta.status_code in (200, 202)
+        assert resposta.json()["id"] == job_id
+        sqls = [q["sql"] for q in capturadas.captured_queries]
+        assert len(sqls) == 1, sqls
+        assert "relatorio_limites_api" in sqls[0]
+        assert "relatorio_jobs" in sqls[0]
+    assert pedidos_contados(usuario.pk) == 3
+
+
+@pytest.mark.django_db
+def test_acima_do_limite_status_e_submit_sao_429_e_nada_e_gravado(
+    tenant: Tenant, settings: Any
+) -> None:
+    settings.RELATORIOS_API_LIMITE = 2
+    settings.RELATORIOS_API_JANELA_S = 3600
+    usuario, token = helpers.criar_usuario(tenant)
+    cliente = helpers.cliente_com_token(token)
+    job_id = submeter(cliente).json()["id"]
+    assert cliente.get(f"/relatorios/jobs/{job_id}").status_code == 200
+
+    status = cliente.get(f"/relatorios/jobs/{job_id}")
+    acerto = submeter(cliente)
+    novo = submeter(cliente, {**PEDIDO, "fim": "2026-01-30"})
+
+    for resposta in (status, acerto, novo):
+        assert resposta.status_code == 429
+        assert set(resposta.json()) == {"erro"}
+        assert "limite de 2 pedidos a cada 3600 s" in resposta.json()["erro"]
+        assert 1 <= int(resposta["Retry-After"]) <= 3600
+    assert list(RelatorioJob.objects.values_list("id", flat=True)) == [job_id]
+    assert OrmQ.objects.count() == 1
+    assert pedidos_contados(usuario.pk) == 5
+
+
+@pytest.mark.django_db
+def test_pedidos_que_nao_chegam_a_consulta_tambem_contam(
+    tenant: Tenant, settings: Any
+) -> None:
+    """A 400 from normalization or a 404 from an id out of range never runs
+    the statement that would count them: they are counted on their own."""
+    settings.RELATORIOS_API_LIMITE = 2
+    usuario, token = helpers.criar_usuario(tenant)
+    cliente = helpers.cliente_com_token(token)
+
+    invalido = submeter(cliente, {**PEDIDO, "inicio": "ontem"})
+    fora = cliente.get(f"/relatorios/jobs/{2**63}")
+    assert (invalido.status_code, fora.status_code) == (400, 404)
+    assert invalido.json()["campo"] == "inicio"
+    assert pedidos_contados(usuario.pk) == 2
+
+    # Over the limit, the 429 answers instead of the 400.
+    de_novo = submeter(cliente, {**PEDIDO, "inicio": "ontem"})
+    assert de_novo.status_code == 429
+    assert pedidos_contados(usuario.pk) == 3
+    assert not RelatorioJob.objects.exists()
 
 
 def entrar(cliente: Client, caminho: str, usuario: str, senha: str) -> Any:

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from relatorios import consultas, notificacoes, planilha, services
 from relatorios.api import esquema
 from relatorios.api.autenticacao import TokenComCache
+from relatorios.api.limites import ContaNaConsulta, contagem_do_pedido
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.api.serializers import (
     JobAceitoSerializer,
@@ -45,7 +46,7 @@ def local_do_job(job_id: int) -> str:
     return f"/relatorios/jobs/{job_id}"
 
 
-class SubmeterRelatorio(APIView):
+class SubmeterRelatorio(ContaNaConsulta, APIView):
     """POST /relatorios/<tipo>: 202 and a job id, or 200 with a valid result."""
 
     # Documented once per registered type (relatorios/api/esquema.py).
@@ -58,6 +59,7 @@ class SubmeterRelatorio(APIView):
             tipo=tipo,
             params_brutos=params_brutos,
             usuario_id=request.user.pk,
+            contagem=contagem_do_pedido(request),
         )
         job = submissao.job
         if email is not None and job.status in ATIVOS:
@@ -93,7 +95,7 @@ def _separar_notificacao(request: Request) -> tuple[Any, str | None]:
 TOKEN_OU_SESSAO = [TokenComCache, SessionAuthentication]
 
 
-class StatusDoJob(APIView):
+class StatusDoJob(ContaNaConsulta, APIView):
     """GET /relatorios/jobs/<id>: the job's state, scoped to the caller's tenant."""
 
     authentication_classes = TOKEN_OU_SESSAO
@@ -101,7 +103,9 @@ class StatusDoJob(APIView):
     @esquema.status_do_job
     def get(self, request: Request, job_id: int) -> Response:
         job = consultas.estado_do_job(
-            tenant_id=tenant_do_pedido(request), job_id=job_id
+            tenant_id=tenant_do_pedido(request),
+            job_id=job_id,
+            contagem=contagem_do_pedido(request),
         )
         corpo, cabecalhos = representar(job)
         return Response(corpo, headers=cabecalhos)
