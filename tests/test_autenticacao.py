@@ -98,3 +98,40 @@ def test_cache_desligado_consulta_sempre(token: str) -> None:
     with override_settings(RELATORIOS_CACHE_TOKEN_S=0):
         assert consultas_de_token(cliente, "/relatorios/jobs/1") == (404, 1)
         assert consultas_de_token(cliente, "/relatorios/jobs/1") == (404, 1)
+
+
+def test_falta_no_cache_e_uma_consulta_que_carrega_o_mesmo_que_a_do_drf(
+    tenant: Tenant, token: str
+) -> None:
+    """The raw lookup of a miss builds what DRF's ORM query builds, field by
+    field, in one statement, with nothing left to load lazily."""
+    from rest_framework.authentication import TokenAuthentication
+
+    esperado_usuario, esperado_token = TokenAuthentication().authenticate_credentials(
+        token
+    )
+    with CaptureQueriesContext(connection) as capturadas:
+        usuario, lido = autenticacao.TokenComCache()._ler(token)
+        campos = (usuario.tenant_id, usuario.email, usuario.is_staff, lido.created)
+        assert lido.user is usuario
+    assert len(capturadas) == 1
+    assert campos[0] == tenant.pk
+
+    def campos_de(instancia: object) -> dict[str, object]:
+        return {c: v for c, v in vars(instancia).items() if not c.startswith("_")}
+
+    assert campos_de(usuario) == campos_de(esperado_usuario)
+    assert campos_de(lido) == campos_de(esperado_token)
+    assert not usuario._state.adding
+    assert usuario._state.db == "default"
+
+
+def test_falta_no_cache_com_usuario_inativo_ou_chave_errada_e_401(
+    tenant: Tenant,
+) -> None:
+    usuario, token = helpers.criar_usuario(tenant)
+    Usuario.objects.filter(pk=usuario.pk).update(is_active=False)
+    for chave in (token, "b" * 40):
+        resposta = helpers.cliente_com_token(chave).get("/relatorios/jobs/1")
+        assert resposta.status_code == 401
+        assert resposta.json() == {"erro": "token inválido ou usuário inativo"}
