@@ -257,6 +257,10 @@ REST_FRAMEWORK = {
     # Strict UTF-8 JSON, bounded: hostile bodies are 400s (relatorios/api/entrada.py).
     "DEFAULT_PARSER_CLASSES": ["relatorios.api.entrada.JSONEstrito"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's choice, remembered per Accept header (relatorios/api/negociacao.py).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": (
+        "relatorios.api.negociacao.NegociacaoMemorizada"
+    ),
     "EXCEPTION_HANDLER": "relatorios.api.erros.tratar_excecao",
     "UNAUTHENTICATED_USER": None,
     # One UPSERT per request on an unlogged table (relatorios/api/limites.py).

@@ -1,0 +1,53 @@
+"""DRF's content negotiation, remembered per Accept header.
+
+Every API answer goes through DRF's `DefaultContentNegotiation`, which parses
+the `Accept` header and matches it against the view's renderers on every
+request: ~3% of a status request's CPU (py-spy, B1 S3), for a header a
+client sends the same way every time. The answer depends only on that header
+and the renderers' classes, so it is computed once per pair; anything else
+(`?format=`, a format suffix) goes the ordinary way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+from typing import Any
+
+from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+
+
+class NegociacaoMemorizada(DefaultContentNegotiation):
+    def select_renderer(
+        self,
+        request: Request,
+        renderers: Iterable[BaseRenderer],
+        format_suffix: str | None = None,
+    ) -> tuple[BaseRenderer, str]:
+        if format_suffix or self.settings.URL_FORMAT_OVERRIDE in request.query_params:
+            return super().select_renderer(request, renderers, format_suffix)
+        lista = list(renderers)
+        accept = request.headers.get("accept", "*/*")
+        indice, tipo = _escolher(accept, tuple(type(r) for r in lista))
+        return lista[indice], tipo
+
+
+# Bounded: a client can send any Accept; the usual ones are a handful.
+@lru_cache(maxsize=256)
+def _escolher(accept: str, classes: tuple[type[BaseRenderer], ...]) -> tuple[int, str]:
+    """(index of the chosen renderer, media type): DRF's own choice. Raises
+    NotAcceptable as DRF does (lru_cache does not keep exceptions)."""
+    renderers = [classe() for classe in classes]
+    pedido: Any = _SoAccept(accept)
+    escolhido, tipo = DefaultContentNegotiation().select_renderer(pedido, renderers)
+    return renderers.index(escolhido), tipo
+
+
+class _SoAccept:
+    """What DefaultContentNegotiation reads of a request, with no format."""
+
+    def __init__(self, accept: str) -> None:
+        self.headers = {"accept": accept}
+        self.query_params: dict[str, str] = {}
