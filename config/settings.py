@@ -101,6 +101,17 @@ MIDDLEWARE = [
     # Last, as django-axes requires: answers a locked-out login with its page.
     "axes.middleware.AxesMiddleware",
 ]
+# What serves browsers only. An API call that authenticates by token skips
+# them: the WSGI handler runs it through MIDDLEWARE_DA_API (relatorios/api/cadeia.py).
+MIDDLEWARE_SO_DO_NAVEGADOR = [
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "axes.middleware.AxesMiddleware",
+]
+MIDDLEWARE_DA_API = [m for m in MIDDLEWARE if m not in MIDDLEWARE_SO_DO_NAVEGADOR]
 
 # django-axes first: it refuses a locked-out login before the password is checked.
 AUTHENTICATION_BACKENDS = [

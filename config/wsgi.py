@@ -2,13 +2,19 @@
 
 import os
 
-from django.core.wsgi import get_wsgi_application
+import django
 
 from config.arranque import exigir_web
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-application = get_wsgi_application()
+# get_wsgi_application(), with Django's handler extended by the API's shorter
+# middleware chain for token calls (relatorios/api/cadeia.py).
+django.setup(set_prefix=False)
+
+from relatorios.api.cadeia import HandlerWsgi  # noqa: E402 (needs the apps loaded)
+
+application = HandlerWsgi()
 
 # The same refusal as config/gunicorn.py's on_starting, for a server started
 # without that file: a worker that cannot serve fails to boot, loudly.
