@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -282,7 +283,8 @@ def calcular(
     """Run a report chunk by chunk, skipping the chunks already checkpointed.
 
     Splitting into chunks is at most one small query (most types need none),
-    so it runs as it is; each chunk runs in its own read-only transaction.
+    so it runs as it is; each statement of a chunk runs read-only, under a
+    statement timeout bound to the job's deadline (`CursorDaParte`).
     """
     acompanhamento = acompanhamento or Acompanhamento()
     prazo = time.monotonic() + timeout_s
@@ -290,12 +292,69 @@ def calcular(
         partes = tipo.partes(cursor, ctx, params)
     parciais = acompanhamento.retomar(partes)
     for feitas in range(len(parciais) + 1, len(partes) + 1):
-        with transaction.atomic(), connection.cursor() as cursor:
-            _limitar(cursor, prazo)
-            parcial = tipo.gerar_parte(cursor, ctx, params, partes[feitas - 1])
+        # Inside an outer transaction (a test's), a savepoint ends the chunk's
+        # read-only mode; the worker's connection is in autocommit.
+        externa = transaction.atomic() if connection.in_atomic_block else nullcontext()
+        with externa, connection.cursor() as cursor:
+            parcial = tipo.gerar_parte(
+                CursorDaParte(cursor, prazo), ctx, params, partes[feitas - 1]
+            )
         parciais.append(parcial)
         acompanhamento.parte_pronta(feitas, partes, parcial)
     return tipo.combinar(params, parciais)
+
+
+# Sent in front of each statement of a chunk, in the same message.
+LIMITES = (
+    "SELECT set_config('transaction_read_only', 'on', true),"
+    " set_config('statement_timeout', '{ms}', true);\n"
+)
+
+
+class CursorDaParte(CursorWrapper):
+    """The cursor a chunk's statements run on: each one read-only and ending by
+    the job's deadline, in one round trip.
+
+    Each `execute` sends one simple-protocol message, `LIMITES` then the
+    statement with its parameters bound client-side. PostgreSQL runs a
+    message of several statements as one implicit transaction: the first
+    statement makes it read-only and sets its statement_timeout (both
+    transaction-local, gone at its end), and the timeout applies to each
+    later statement of the message on its own (PostgreSQL 13+). The cursor
+    is then moved to the statement's result. Until issue 11 this was BEGIN,
+    the limits, the statement and COMMIT: four round trips.
+
+    Each statement is its own transaction: under READ COMMITTED (the
+    project's isolation level) statements of one transaction take a snapshot
+    each anyway, and nothing a read-only statement could leave behind
+    (a temporary table) is allowed in either.
+    """
+
+    def __init__(self, base: CursorWrapper, prazo: float) -> None:
+        cliente = base.cursor
+        if not isinstance(cliente, psycopg.ClientCursor):
+            # Server-side binding (DB_PREPARE_THRESHOLD): a statement with
+            # parameters cannot share a message with another one; a
+            # client-side cursor on the same connection can.
+            cliente = psycopg.ClientCursor(base.db.connection)
+            base = base.db.make_cursor(cliente)
+        super().__init__(cliente, base.db)
+        self._base = base
+        self._prazo = prazo
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        restante_ms = max(1, int((self._prazo - time.monotonic()) * 1000))
+        # Without parameters the text goes as it is (a `%` stays one), as
+        # Django and psycopg send it.
+        texto = self.cursor.mogrify(sql, params)
+        # Through the wrapper Django gave: its error translation and, in
+        # DEBUG, its query log see the statement as sent.
+        self._base.execute(LIMITES.format(ms=restante_ms) + texto)
+        self.cursor.nextset()
+        return self
+
+    def executemany(self, sql: Any, param_list: Any) -> Any:
+        raise NotImplementedError("a report chunk runs its statements with execute")
 
 
 class _Checkpoint(Acompanhamento):
@@ -352,17 +411,6 @@ def _gerar(
         job.params,
         timeout_s=tipo.timeout(),
         acompanhamento=_Checkpoint(job, execucao),
-    )
-
-
-def _limitar(cursor: CursorWrapper, prazo: float) -> None:
-    """Read-only transaction whose statements end by the job's deadline
-    (SET TRANSACTION READ ONLY and SET LOCAL statement_timeout, in one trip)."""
-    restante_ms = max(1, int((prazo - time.monotonic()) * 1000))
-    cursor.execute(
-        "SELECT set_config('transaction_read_only', 'on', true),"
-        " set_config('statement_timeout', %s, true)",
-        [str(restante_ms)],
     )
 
 
