@@ -18,6 +18,7 @@ import psycopg
 import pytest
 from django.db import DatabaseError, OperationalError, connection
 from django.db.backends.utils import CursorWrapper
+from django.test.utils import CaptureQueriesContext
 from django_q.models import OrmQ
 from psycopg import sql
 
@@ -233,3 +234,23 @@ def test_job_pequeno_custa_tres_idas_ao_banco_no_worker(tenant: Tenant) -> None:
     assert idas == 3
     assert "relatorios_reivindicar" in rastro
     assert "transaction_read_only" in rastro
+
+
+def test_conclusao_e_uma_sentenca_preparada_reusada(tenant: Tenant) -> None:
+    com_uma_venda(tenant)
+    tasks.executar_relatorio(submeter(tenant, agrupar="dia"))
+    job_id = submeter(tenant, agrupar="mes")
+    with CaptureQueriesContext(connection) as capturadas:
+        tasks.executar_relatorio(job_id)
+
+    # Django's query log (DEBUG, tests) shows it with its values.
+    (conclusao,) = [c["sql"] for c in capturadas if "SET status = 'pronto'" in c["sql"]]
+    assert f"WHERE id = {job_id} AND" in conclusao
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT generic_plans + custom_plans FROM pg_prepared_statements"
+            " WHERE statement LIKE '%%SET status = ''pronto''%%'"
+        )
+        preparadas = cursor.fetchall()
+    assert preparadas == [(2,)]
