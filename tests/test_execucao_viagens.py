@@ -8,6 +8,7 @@ is; test_falhas.py and test_worker.py run the same code in real clusters.
 from __future__ import annotations
 
 import tempfile
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -254,3 +255,68 @@ def test_conclusao_e_uma_sentenca_preparada_reusada(tenant: Tenant) -> None:
         )
         preparadas = cursor.fetchall()
     assert preparadas == [(2,)]
+
+
+# --- The heartbeat thread ---------------------------------------------------------
+
+
+@pytest.fixture
+def batimento_rapido(ajustes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    ajustes(RELATORIOS_HEARTBEAT_S=0.1, RELATORIOS_TESTE_PAUSA_S=0.6)
+    # A fresh thread for this process, with the interval above.
+    monkeypatch.setattr(execucao, "_batimento", None)
+
+
+def threads_de_batimento() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "batimento" and t.is_alive()]
+
+
+def test_um_thread_de_batimento_por_processo_bate_durante_cada_job(
+    tenant: Tenant, batimento_rapido: None
+) -> None:
+    antes = len(threads_de_batimento())
+    jobs = [submeter(tenant, "teste_lento", fim=f"2026-01-{d}") for d in (11, 12)]
+
+    for job_id in jobs:
+        tasks.executar_relatorio(job_id)
+
+    assert len(threads_de_batimento()) == antes + 1
+    for job_id in jobs:
+        job = helpers.job(job_id)
+        assert job.status == Status.PRONTO
+        # Beaten while it ran (the claim's heartbeat_em is before iniciado_em).
+        assert job.iniciado_em < job.heartbeat_em <= job.concluido_em
+
+
+def test_job_tirado_da_tentativa_e_parado_pelo_batimento(
+    tenant: Tenant,
+    batimento_rapido: None,
+    ajustes: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ajustes(RELATORIOS_TESTE_PAUSA_S=30)
+    paradas: list[str] = []
+    parar = execucao.Execucao.parar
+
+    def espiar(self: execucao.Execucao, motivo: str) -> None:
+        paradas.append(motivo)
+        parar(self, motivo)
+
+    monkeypatch.setattr(execucao.Execucao, "parar", espiar)
+    job_id = submeter(tenant, "teste_lento")
+    suporte = threading.Timer(
+        0.5,
+        lambda: services.marcar_como_falhou(job_id=job_id, motivo="suporte"),
+    )
+    suporte.start()
+    try:
+        tasks.executar_relatorio(job_id)
+    finally:
+        suporte.join()
+
+    # The heartbeat saw the loss and cancelled the 30 s statement.
+    assert paradas == [execucao.PERDIDO]
+    job = helpers.job(job_id)
+    assert job.status == Status.FALHOU
+    assert "suporte" in job.erro
+    assert job.resultado is None
