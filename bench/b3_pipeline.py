@@ -125,6 +125,7 @@ def _voltas_de_um_job(tenant_id: int, pedido: dict[str, Any]) -> None:
     statement (`services.concluir`), one more round trip once per
     connection.
     """
+    from django.db import connection
     from django_q.models import OrmQ
 
     from bench.b2_consultas import categoria, rastrear, resumo
@@ -140,6 +141,9 @@ def _voltas_de_um_job(tenant_id: int, pedido: dict[str, Any]) -> None:
         for dia in ("2024-06-01", "2024-06-02")
     ]
     OrmQ.objects.all().delete()  # no cluster: this process is the worker
+    # A fresh connection, which `rastrear` keeps (it renews one near the end
+    # of its CONN_MAX_AGE, and a new one would prepare the finish again).
+    connection.close()
     tasks.executar_relatorio(jobs[0].id)
 
     def executar() -> int:
