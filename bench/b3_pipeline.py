@@ -73,11 +73,12 @@ def executar(ctx: Contexto) -> None:
         f" {envio / envio_nada:.2f}x",
     )
     falhos = sum(1 for t in relatorios_t if t["status"] != "pronto")
-    vazao = _imprimir("B3 report jobs", relatorios_t, f"{falhos} failed", uso)
-    vazao_nada = _imprimir("B3 bare django-q2", nadas, "no-op", uso_nada)
+    vazao, cpu = _imprimir("B3 report jobs", relatorios_t, f"{falhos} failed", uso)
+    vazao_nada, cpu_nada = _imprimir("B3 bare django-q2", nadas, "no-op", uso_nada)
     linha(
         "B3 ratio",
-        f"bare/report execution throughput {vazao_nada / vazao:.2f}x (target <= 1.3x)",
+        f"bare/report execution throughput {vazao_nada / vazao:.2f}x (target <= 1.3x);"
+        f" report/bare CPU per job {cpu / cpu_nada:.2f}x",
     )
     _voltas_de_um_job(tenant_id, pedidos[0])
 
@@ -90,7 +91,10 @@ def _drenar(
     n: int,
     descricao: str,
 ) -> dict[str, float]:
-    """Starts a cluster on the full queue, waits until `n` are done, stops it."""
+    """Starts a cluster on the full queue, waits until `n` are done, stops it.
+
+    Returns the CPU use over the wait, and its length (`janela_s`).
+    """
     cluster = iniciar_cluster(nome, Q_SAVE_LIMIT="0", **extras)
     medidor = MedidorCpu(
         {"qcluster": cluster.pids, "postgres": lambda: pids_do_banco(ctx.banco)},
@@ -99,8 +103,10 @@ def _drenar(
     try:
         perfil = Perfil(cluster.pid, nome) if ctx.perfil else None
         medidor.iniciar()
+        inicio = time.monotonic()
         _esperar(contar, n, descricao, timeout=60 + n)
         uso = medidor.parar()
+        uso["janela_s"] = time.monotonic() - inicio
         if perfil is not None:
             perfil.parar()
     finally:
@@ -113,21 +119,35 @@ def _voltas_de_um_job(tenant_id: int, pedido: dict[str, Any]) -> None:
 
     The job runs here through the worker's entry point (tasks.py), without
     the cluster around it: what a report job adds to django-q2's own
-    dequeue (pusher) and result save and acknowledgement (monitor).
+    dequeue (pusher) and result save and acknowledgement (monitor). The
+    second job of the process is traced, as a worker's steady state (B2
+    traces the third request): the first also prepares the finish's
+    statement (`services.concluir`), one more round trip once per
+    connection.
     """
+    from django.db import connection
     from django_q.models import OrmQ
 
     from bench.b2_consultas import categoria, rastrear, resumo
     from relatorios import services, tasks
 
-    pedido = {**pedido, "inicio": "2024-06-01", "fim": "2024-06-01"}
-    job = services.submeter(
-        tenant_id=tenant_id, tipo="vendas", params_brutos=pedido, usuario_id=None
-    ).job
+    jobs = [
+        services.submeter(
+            tenant_id=tenant_id,
+            tipo="vendas",
+            params_brutos={**pedido, "inicio": dia, "fim": dia},
+            usuario_id=None,
+        ).job
+        for dia in ("2024-06-01", "2024-06-02")
+    ]
     OrmQ.objects.all().delete()  # no cluster: this process is the worker
+    # A fresh connection, which `rastrear` keeps (it renews one near the end
+    # of its CONN_MAX_AGE, and a new one would prepare the finish again).
+    connection.close()
+    tasks.executar_relatorio(jobs[0].id)
 
     def executar() -> int:
-        tasks.executar_relatorio(job.id)
+        tasks.executar_relatorio(jobs[1].id)
         return 0
 
     medida = rastrear(executar)
@@ -235,11 +255,19 @@ def _tempos_nadas() -> list[dict[str, Any]]:
 
 def _imprimir(
     figura: str, tempos: list[dict[str, Any]], extra: str, uso: dict[str, float]
-) -> float:
+) -> tuple[float, float]:
+    """Prints one side's line; returns its jobs/s and its CPU ms per job (the
+    cluster's and PostgreSQL's over the drain: steadier than jobs/s on a host
+    others are using)."""
+    uso = dict(uso)
+    janela_s = uso.pop("janela_s")
     primeiro = min(t["inicio"] for t in tempos)
     ultimo = max(t["fim"] for t in tempos)
     duracao = (ultimo - primeiro).total_seconds()
     vazao = len(tempos) / duracao
+    cpu_ms = (
+        (uso.get("qcluster", 0) + uso.get("postgres", 0)) / 100 * janela_s * 1000
+    ) / len(tempos)
     esperas = sorted(
         (t["iniciado"] - t["enviado"]).total_seconds() * 1000 for t in tempos
     )
@@ -250,7 +278,7 @@ def _imprimir(
         f"{len(tempos)} in {duracao:.1f}s = {vazao:.1f}/s  "
         f"(first start to last finish)  submit->start p50 {p50:.0f} ms"
         f" p99 {p99:.0f} ms  ({extra})"
-        f"  | {formatar_cpu(uso)}",
+        f"  | {formatar_cpu(uso)}, cpu/job {cpu_ms:.2f} ms",
     )
     nota(f"{figura}: submitted before the cluster started: submit->start is the wait")
-    return vazao
+    return vazao, cpu_ms

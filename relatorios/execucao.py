@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 import traceback
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
@@ -94,43 +95,87 @@ _desligando = False
 
 
 class Batimento(threading.Thread):
-    """Refreshes heartbeat_em on its own connection while the report runs.
+    """Refreshes heartbeat_em, on its own connection, while this process runs
+    an attempt.
 
     Independent of the report's progress, so a long SQL statement does not look
     like a dead worker. When the fenced update touches no row the job is no
     longer this attempt's, and the attempt is stopped at once.
+
+    One thread per worker process, started with its first job, ticking every
+    `intervalo_s`: each tick beats for the attempt running then, if any. So
+    an attempt's beats are at most `intervalo_s` apart from its claim on, as
+    with a thread per attempt, and handing an attempt over (`acompanhar`,
+    `soltar`) only sets an attribute: starting and joining a thread per job,
+    or waking one at each job's start and end, cost about 1 ms of each job's
+    wall time on a loaded host (B3). A beat runs holding the lock, so
+    `soltar` returns only when no beat of the attempt is running.
     """
 
-    def __init__(self, execucao: Execucao, intervalo_s: float) -> None:
-        super().__init__(name=f"batimento-{execucao.tentativa.job_id}", daemon=True)
-        self.execucao = execucao
+    def __init__(self, intervalo_s: float) -> None:
+        super().__init__(name="batimento", daemon=True)
         self.intervalo_s = intervalo_s
-        self._parar = threading.Event()
+        self._trava = threading.Lock()
+        self._execucao: Execucao | None = None
+
+    def acompanhar(self, execucao: Execucao) -> None:
+        with self._trava:
+            self._execucao = execucao
+
+    def soltar(self) -> None:
+        # A beat stuck on an unreachable database is not waited for longer
+        # than a thread per attempt was joined.
+        preso = not self._trava.acquire(timeout=10)
+        self._execucao = None
+        if not preso:
+            self._trava.release()
 
     def run(self) -> None:
-        try:
-            while not self._parar.wait(self.intervalo_s):
-                try:
-                    vivo = services.batimento(tentativa=self.execucao.tentativa)
-                except db.DatabaseError:
-                    # Retried on the next beat; if the database stays away,
-                    # the orphan sweep decides.
-                    logger.warning(
-                        "batimento falhou",
-                        extra={"job_id": self.execucao.tentativa.job_id},
-                    )
-                    db.connection.close()
-                    continue
-                if not vivo:
-                    self.execucao.parar(PERDIDO)
-                    return
-        finally:
-            # Connections are per thread: this closes only the heartbeat's own.
-            db.connections.close_all()
+        perdida: Execucao | None = None
+        conectado = False
+        while True:
+            time.sleep(self.intervalo_s)
+            with self._trava:
+                execucao = self._execucao
+                if execucao is not None and execucao is not perdida:
+                    conectado = True
+                    if not self._bater(execucao):
+                        perdida = execucao
+            if execucao is None and conectado:
+                # Connections are per thread: this closes only the
+                # heartbeat's own, while the process is idle.
+                db.connections.close_all()
+                conectado = False
 
-    def encerrar(self) -> None:
-        self._parar.set()
-        self.join(timeout=10)
+    def _bater(self, execucao: Execucao) -> bool:
+        """One beat; False once the attempt was lost (and stopped)."""
+        try:
+            vivo = services.batimento(tentativa=execucao.tentativa)
+        except db.DatabaseError:
+            # Retried on the next beat; if the database stays away, the
+            # orphan sweep decides.
+            logger.warning(
+                "batimento falhou", extra={"job_id": execucao.tentativa.job_id}
+            )
+            db.connection.close()
+            return True
+        if not vivo:
+            execucao.parar(PERDIDO)
+        return vivo
+
+
+# This worker process's heartbeat thread, and the process it belongs to (a
+# thread does not survive a fork).
+_batimento: tuple[int, Batimento] | None = None
+
+
+def _batimento_do_processo() -> Batimento:
+    global _batimento
+    if _batimento is None or _batimento[0] != os.getpid():
+        batimento = Batimento(settings.RELATORIOS_HEARTBEAT_S)
+        batimento.start()
+        _batimento = (os.getpid(), batimento)
+    return _batimento[1]
 
 
 def executar(*, job_id: int) -> None:
@@ -162,15 +207,15 @@ def executar(*, job_id: int) -> None:
     metricas.EXECUTANDO_AQUI.inc()
     connection.ensure_connection()
     execucao = Execucao(tentativa=job.tentativa, conexao=connection.connection)
-    batimento = Batimento(execucao, settings.RELATORIOS_HEARTBEAT_S)
+    batimento = _batimento_do_processo()
     _atual = execucao
-    batimento.start()
+    batimento.acompanhar(execucao)
     desfecho = "parada forçada"
     try:
         desfecho = _executar(job, execucao)
     finally:
         _atual = None
-        batimento.encerrar()
+        batimento.soltar()
         duracao = time.monotonic() - inicio
         metricas.EXECUTANDO_AQUI.dec()
         metricas.job_terminado(
@@ -282,7 +327,8 @@ def calcular(
     """Run a report chunk by chunk, skipping the chunks already checkpointed.
 
     Splitting into chunks is at most one small query (most types need none),
-    so it runs as it is; each chunk runs in its own read-only transaction.
+    so it runs as it is; each statement of a chunk runs read-only, under a
+    statement timeout bound to the job's deadline (`CursorDaParte`).
     """
     acompanhamento = acompanhamento or Acompanhamento()
     prazo = time.monotonic() + timeout_s
@@ -290,12 +336,69 @@ def calcular(
         partes = tipo.partes(cursor, ctx, params)
     parciais = acompanhamento.retomar(partes)
     for feitas in range(len(parciais) + 1, len(partes) + 1):
-        with transaction.atomic(), connection.cursor() as cursor:
-            _limitar(cursor, prazo)
-            parcial = tipo.gerar_parte(cursor, ctx, params, partes[feitas - 1])
+        # Inside an outer transaction (a test's), a savepoint ends the chunk's
+        # read-only mode; the worker's connection is in autocommit.
+        externa = transaction.atomic() if connection.in_atomic_block else nullcontext()
+        with externa, connection.cursor() as cursor:
+            parcial = tipo.gerar_parte(
+                CursorDaParte(cursor, prazo), ctx, params, partes[feitas - 1]
+            )
         parciais.append(parcial)
         acompanhamento.parte_pronta(feitas, partes, parcial)
     return tipo.combinar(params, parciais)
+
+
+# Sent in front of each statement of a chunk, in the same message.
+LIMITES = (
+    "SELECT set_config('transaction_read_only', 'on', true),"
+    " set_config('statement_timeout', '{ms}', true);\n"
+)
+
+
+class CursorDaParte(CursorWrapper):
+    """The cursor a chunk's statements run on: each one read-only and ending by
+    the job's deadline, in one round trip.
+
+    Each `execute` sends one simple-protocol message, `LIMITES` then the
+    statement with its parameters bound client-side. PostgreSQL runs a
+    message of several statements as one implicit transaction: the first
+    statement makes it read-only and sets its statement_timeout (both
+    transaction-local, gone at its end), and the timeout applies to each
+    later statement of the message on its own (PostgreSQL 13+). The cursor
+    is then moved to the statement's result. Until issue 11 this was BEGIN,
+    the limits, the statement and COMMIT: four round trips.
+
+    Each statement is its own transaction: under READ COMMITTED (the
+    project's isolation level) statements of one transaction take a snapshot
+    each anyway, and nothing a read-only statement could leave behind
+    (a temporary table) is allowed in either.
+    """
+
+    def __init__(self, base: CursorWrapper, prazo: float) -> None:
+        cliente = base.cursor
+        if not isinstance(cliente, psycopg.ClientCursor):
+            # Server-side binding (DB_PREPARE_THRESHOLD): a statement with
+            # parameters cannot share a message with another one; a
+            # client-side cursor on the same connection can.
+            cliente = psycopg.ClientCursor(base.db.connection)
+            base = base.db.make_cursor(cliente)
+        super().__init__(cliente, base.db)
+        self._base = base
+        self._prazo = prazo
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        restante_ms = max(1, int((self._prazo - time.monotonic()) * 1000))
+        # Without parameters the text goes as it is (a `%` stays one), as
+        # Django and psycopg send it.
+        texto = self.cursor.mogrify(sql, params)
+        # Through the wrapper Django gave: its error translation and, in
+        # DEBUG, its query log see the statement as sent.
+        self._base.execute(LIMITES.format(ms=restante_ms) + texto)
+        self.cursor.nextset()
+        return self
+
+    def executemany(self, sql: Any, param_list: Any) -> Any:
+        raise NotImplementedError("a report chunk runs its statements with execute")
 
 
 class _Checkpoint(Acompanhamento):
@@ -352,17 +455,6 @@ def _gerar(
         job.params,
         timeout_s=tipo.timeout(),
         acompanhamento=_Checkpoint(job, execucao),
-    )
-
-
-def _limitar(cursor: CursorWrapper, prazo: float) -> None:
-    """Read-only transaction whose statements end by the job's deadline
-    (SET TRANSACTION READ ONLY and SET LOCAL statement_timeout, in one trip)."""
-    restante_ms = max(1, int((prazo - time.monotonic()) * 1000))
-    cursor.execute(
-        "SELECT set_config('transaction_read_only', 'on', true),"
-        " set_config('statement_timeout', %s, true)",
-        [str(restante_ms)],
     )
 
 

@@ -365,8 +365,13 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
     waiting for the slot this one frees. Only when notifications were written
     does a second transaction follow, with their queue messages (a message
     lost in between is replaced by `notificacoes.varrer`).
+
+    A prepared statement (`banco.preparadas`): its text is constant, and
+    parsing and planning it cost as much as running it.
     """
-    with connection.cursor() as cursor:
+    from relatorios.banco import preparadas
+
+    with preparadas.cursor() as cursor:
         cursor.execute(
             f"""
             WITH job AS (

@@ -145,7 +145,9 @@ def test_cluster_morto_com_kill_9_devolve_as_mensagens_que_segurava(
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND query LIKE 'SELECT pg_sleep%%'"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            # A chunk's statement follows its limits in the same message.
+            " AND query LIKE '%%SELECT pg_sleep%%'"
         )
     helpers.esperar(
         lambda: (

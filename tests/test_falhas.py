@@ -266,7 +266,8 @@ def test_conexao_do_worker_derrubada_e_o_job_refeito(
         derrubadas = helpers.esperar(
             lambda: conexao.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                " WHERE query LIKE 'SELECT pg_sleep%%' AND pid <> pg_backend_pid()"
+                # A chunk's statement follows its limits in the same message.
+                " WHERE query LIKE '%%SELECT pg_sleep%%' AND pid <> pg_backend_pid()"
                 # Only this suite's: other databases on the server are not ours.
                 " AND datname = current_database()"
             ).fetchall(),
