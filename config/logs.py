@@ -14,6 +14,17 @@ from typing import Any
 _FORMATO_TEXTO = "%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s"
 
 
+def acesso_ligado() -> bool:
+    """The web's access log: WEB_ACCESSLOG `-` (the default) on, empty off.
+
+    GUNICORN_ACCESSLOG, its name before granian, still works.
+    """
+    valor = os.environ.get("WEB_ACCESSLOG")
+    if valor is None:
+        valor = os.environ.get("GUNICORN_ACCESSLOG", "-")
+    return bool(valor.strip())
+
+
 def configuracao(*, acesso: bool = True) -> dict[str, Any]:
     """The dictConfig; `acesso` False silences gunicorn's access log."""
     formato = os.environ.get("LOG_FORMAT", "json").strip().lower() or "json"
@@ -58,6 +69,12 @@ def configuracao(*, acesso: bool = True) -> dict[str, Any]:
             "gunicorn.error": {
                 "handlers": ["console"],
                 "level": nivel,
+                "propagate": False,
+            },
+            # The web's access line (config/vigia.py): its fields are `extra=`.
+            "relatorios.acesso": {
+                "handlers": ["console"],
+                "level": "INFO" if acesso else "WARNING",
                 "propagate": False,
             },
             "gunicorn.access": {

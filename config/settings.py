@@ -13,6 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.arranque import CHAVE_DE_DESENVOLVIMENTO
+from config.logs import acesso_ligado
 from config.logs import configuracao as configuracao_de_logs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -468,4 +469,4 @@ Q_CLUSTER = {
 
 # JSON lines (LOG_FORMAT=json, default) or key=value (LOG_FORMAT=texto);
 # gunicorn's access log and its own lines too (config/logs.py).
-LOGGING = configuracao_de_logs(acesso=bool(os.environ.get("GUNICORN_ACCESSLOG", "-")))
+LOGGING = configuracao_de_logs(acesso=acesso_ligado())
