@@ -154,30 +154,18 @@ def iniciar_web(nome: str, servidor: str, **extras: str) -> tuple[Processo, str]
         # (config/gunicorn.py's default: one per CPU plus one)
         n = int(env.get("GUNICORN_WORKERS") or len(os.sched_getaffinity(0)) + 1)
     elif modelo == "granian":
-        if not (Path(PYTHON).parent / "granian").exists():
-            # Not a requirement of the project (docs/benchmarks.md says why).
-            raise RuntimeError(
-                "--servers granian needs it: .venv/bin/pip install granian==2.8.7"
-            )
-        n = int(workers_s or 2)
-        env.setdefault("DB_PREPARE_THRESHOLD", "5")
-        env.setdefault("DB_PLAN_CACHE_MODE", "auto")
-        env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-        args = [
-            str(Path(PYTHON).parent / "granian"),
-            "--interface",
-            "wsgi",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(porta),
-            "--workers",
-            str(n),
-            "--blocking-threads",
-            threads_s or "1",
-            "--no-access-log",
-            "config.wsgi:application",
-        ]
+        # The production launcher (config/servidor.py: granian with the
+        # watchdog and recycling of config/vigia.py), so the figure is of
+        # what ships. `granian` alone: its defaults (one worker per CPU, 2
+        # threads each); `granian:WxT` sets them.
+        if workers_s:
+            env["WEB_WORKERS"] = workers_s
+        if threads_s:
+            env["WEB_THREADS"] = threads_s
+        env["WEB_BIND"] = env["GUNICORN_BIND"]
+        env["WEB_ACCESSLOG"] = ""
+        n = int(env.get("WEB_WORKERS") or len(os.sched_getaffinity(0)))
+        args = [PYTHON, "-m", "config.servidor"]
     else:
         raise ValueError(f"unknown server {servidor!r}")
     processo = Processo(modelo, args, env, SAIDA / f"{nome}-{modelo}.log")
