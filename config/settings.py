@@ -91,7 +91,7 @@ MIDDLEWARE = [
     # Refuses an oversized body from its Content-Length, before anything reads
     # it (the API's JSON parser reads the stream itself, past Django's limit).
     "relatorios.api.entrada.LimiteDoCorpo",
-    # Serves the collected static files from gunicorn itself (no CDN, no nginx).
+    # Serves the collected static files from the web server itself (no CDN, no nginx).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -142,7 +142,7 @@ DATABASES = {
 # counts and times statements (relatorios/banco/base.py).
 DATABASES["default"]["ENGINE"] = "relatorios.banco"
 # Server-side prepared statements, off by default and on in the web workers
-# (config/gunicorn.py). psycopg prepares a statement once it has run
+# (config/servidor.py). psycopg prepares a statement once it has run
 # DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips
 # parsing and planning it; this needs server-side binding (Django's default
 # client-side cursors never prepare). Measured (docs/benchmarks.md, B1): a
@@ -468,5 +468,5 @@ Q_CLUSTER = {
 # --- Logging -------------------------------------------------------------------
 
 # JSON lines (LOG_FORMAT=json, default) or key=value (LOG_FORMAT=texto);
-# gunicorn's access log and its own lines too (config/logs.py).
+# the web's access log and granian's own lines too (config/logs.py).
 LOGGING = configuracao_de_logs(acesso=acesso_ligado())
