@@ -173,6 +173,10 @@ class Servidor(MPServer):
             pid, tipo = _MENSAGEM.unpack(os.read(_pipe[0], _MENSAGEM.size))
             with self._avisos:
                 if tipo == PRONTO:
+                    # Only current workers' pids: a worker respawned after a
+                    # crash reports ready too, and nobody waits for it.
+                    atuais = {wrk._id() for wrk in list(self.wrks)}
+                    self._prontos = {p for p in self._prontos if p in atuais}
                     self._prontos.add(pid)
                     self._avisos.notify_all()
                     continue
