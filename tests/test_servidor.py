@@ -29,6 +29,8 @@ COMUM = "/relatorios/jobs/1"  # 401 without a token: the app, no database
 
 
 def iniciar(pasta_saida: Path, **extras: str) -> tuple[processos.Processo, str]:
+    # The server appends to its log: only this run's lines are waited for.
+    (pasta_saida / "web.log").unlink(missing_ok=True)
     return processos.iniciar_web(
         pasta_saida / "web.log",
         alvo=ALVO,
@@ -211,7 +213,9 @@ def test_reciclagem_apos_n_pedidos_sem_falhar_pedido_sob_carga(
         web.parar()
     assert set(contagem) == {401}, contagem
     log = web.texto_do_log()
-    assert log.count("atingiu o limite de pedidos: substituindo") >= 3
+    # Each first worker was replaced while the load ran (a replaced worker
+    # serves on until its successor is ready, so more may not fit in it).
+    assert log.count("atingiu o limite de pedidos: substituindo") >= 2
     assert "did not stop" not in log
 
 
