@@ -43,7 +43,7 @@ lint: install
 	$(BIN)/mypy .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
-# The benchmark (docs/benchmarks.md): its own database, gunicorn, qcluster and
+# The benchmark (docs/benchmarks.md): its own database, the web server, qcluster and
 # wrk; one line per figure. `make bench B=B1,B2` runs a subset, QUICK=1 a smoke
 # test, PEER=0 skips the seed peer (../shared/peers/express-seed) in B1,
 # BENCH_ARGS passes more flags (python -m bench --help).

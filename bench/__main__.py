@@ -3,7 +3,7 @@
 1. Derives the bench's own database from DATABASE_URL (same server, name
    `<name>_run_<hash of this checkout's path>` unless --database or
    BENCH_DATABASE) and points DATABASE_URL at it, so that this
-   process and every child (gunicorn, qcluster, manage.py) use it.
+   process and every child (web server, qcluster, manage.py) use it.
 2. Creates it (dropping a leftover of an interrupted run), migrates it.
 3. Runs the chosen scenarios; each prints one line per figure.
 3a. Before each scenario, empties the job and queue tables (tenants and their
@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     # One token sends thousands of requests a second: the per-token limit is
     # lifted out of reach but stays on, so its one statement is in the figures.
     os.environ.setdefault("RELATORIOS_API_LIMITE", str(10**9))
-    # gunicorn and qcluster refuse the settings' built-in key (config/arranque.py).
+    # The web server and qcluster refuse the settings' built-in key
+    # (config/arranque.py).
     os.environ.setdefault(
         "DJANGO_SECRET_KEY", "relatorios-bench-key-not-a-secret-3e9b1d7c5a2f4e60"
     )
@@ -156,13 +157,13 @@ def _argumentos(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument(
         "--profile",
         action="store_true",
-        help="py-spy on the gunicorn workers during B1 (bench-output/perfil-*)",
+        help="py-spy on the web workers during B1 (bench-output/perfil-*)",
     )
     p.add_argument(
         "--servers",
-        default="gunicorn",
-        help="B1 web servers, each measured: gunicorn (production config),"
-        " gunicorn-sync:W, gunicorn-gthread:WxT, granian:WxT",
+        default="granian",
+        help="B1 web servers, each measured: granian (config/servidor.py as it"
+        " ships), granian:WxT (W workers x T threads)",
     )
     p.add_argument(
         "--no-peer",

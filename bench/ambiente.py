@@ -1,7 +1,7 @@
 """Processes, the bench database and CPU accounting, shared by every scenario.
 
 Every process the bench starts is registered here and runs in its own session,
-so `parar_todos` can end it and all it forked (gunicorn workers, qcluster
+so `parar_todos` can end it and all it forked (web workers, qcluster
 workers) by process group, on success, failure or Ctrl-C alike.
 """
 
@@ -109,19 +109,16 @@ def porta_livre() -> int:
         return int(s.getsockname()[1])
 
 
-def iniciar_gunicorn(nome: str, **extras: str) -> tuple[Processo, str]:
-    """gunicorn with config/gunicorn.py (production settings) on a free port."""
-    return iniciar_web(nome, "gunicorn", **extras)
-
-
-def iniciar_web(nome: str, servidor: str, **extras: str) -> tuple[Processo, str]:
+def iniciar_web(
+    nome: str, servidor: str = "granian", **extras: str
+) -> tuple[Processo, str]:
     """The web server on a free port, production settings, access log off.
 
-    `servidor`: `gunicorn` (config/gunicorn.py as it is: production), or a
-    variant for comparing server models (B1 --servers): `gunicorn-sync:W`,
-    `gunicorn-gthread:WxT`, `granian:WxT` (W workers x T threads). Every
-    variant gets the same environment as gunicorn's workers
-    (config/gunicorn.py's `raw_env`: prepared statements).
+    `servidor`: `granian` (config/servidor.py as it ships), or `granian:WxT`
+    (W workers x T threads) for comparing shapes (B1 --servers). Always
+    through the production launcher: its watchdog, recycling and access-log
+    path are part of every figure. (gunicorn, the server before, was measured
+    against it in docs/benchmarks.md and removed.)
     """
     porta = porta_livre()
     # The web refuses to start without the collected static files
@@ -135,51 +132,24 @@ def iniciar_web(nome: str, servidor: str, **extras: str) -> tuple[Processo, str]
         )
     extras.setdefault("DJANGO_STATIC_ROOT", str(estaticos))
     modelo, _, forma = servidor.partition(":")
+    if modelo != "granian":
+        raise ValueError(f"unknown server {servidor!r}")
     workers_s, _, threads_s = forma.partition("x")
     variaveis: dict[str, str] = {}
-    if modelo in ("gunicorn-sync", "gunicorn-gthread"):
-        variaveis["GUNICORN_WORKERS"] = workers_s
-        variaveis["GUNICORN_THREADS"] = threads_s or "1"
-        modelo = "gunicorn"
+    if workers_s:
+        variaveis["WEB_WORKERS"] = workers_s
+    if threads_s:
+        variaveis["WEB_THREADS"] = threads_s
     env = ambiente(
-        GUNICORN_BIND=f"127.0.0.1:{porta}",
+        WEB_BIND=f"127.0.0.1:{porta}",
         # Access logs are a deployment choice (often the proxy's); the app's
         # own log lines (job aceito ...) stay on, as in production.
-        GUNICORN_ACCESSLOG="",
+        WEB_ACCESSLOG="",
         **variaveis,
         **extras,
     )
-    if modelo == "gunicorn":
-        args = [PYTHON, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"]
-        # (config/gunicorn.py's default: one per CPU plus one)
-        n = int(env.get("GUNICORN_WORKERS") or len(os.sched_getaffinity(0)) + 1)
-    elif modelo == "granian":
-        if not (Path(PYTHON).parent / "granian").exists():
-            # Not a requirement of the project (docs/benchmarks.md says why).
-            raise RuntimeError(
-                "--servers granian needs it: .venv/bin/pip install granian==2.8.7"
-            )
-        n = int(workers_s or 2)
-        env.setdefault("DB_PREPARE_THRESHOLD", "5")
-        env.setdefault("DB_PLAN_CACHE_MODE", "auto")
-        env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-        args = [
-            str(Path(PYTHON).parent / "granian"),
-            "--interface",
-            "wsgi",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(porta),
-            "--workers",
-            str(n),
-            "--blocking-threads",
-            threads_s or "1",
-            "--no-access-log",
-            "config.wsgi:application",
-        ]
-    else:
-        raise ValueError(f"unknown server {servidor!r}")
+    n = int(env.get("WEB_WORKERS") or len(os.sched_getaffinity(0)))
+    args = [PYTHON, "-m", "config.servidor"]
     processo = Processo(modelo, args, env, SAIDA / f"{nome}-{modelo}.log")
     url = f"http://127.0.0.1:{porta}"
     limite = time.monotonic() + 60
@@ -407,8 +377,8 @@ class MedidorCpu:
 
     grupos: dict[str, Callable[[], list[int]]]
     # Groups whose processes are also shown one by one (an unbalanced
-    # gunicorn is one busy worker next to idle ones).
-    detalhar: frozenset[str] = frozenset({"gunicorn"})
+    # server is one busy worker next to idle ones).
+    detalhar: frozenset[str] = frozenset({"granian"})
     detalhe: dict[str, list[float]] = field(default_factory=dict)
     _inicio: dict[str, dict[int, int]] = field(default_factory=dict)
     _vistos: dict[str, dict[int, int]] = field(default_factory=dict)

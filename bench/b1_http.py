@@ -1,4 +1,4 @@
-"""B1 HTTP: wrk against gunicorn (production settings), scenarios S1..S4.
+"""B1 HTTP: wrk against the web server (production settings), scenarios S1..S4.
 
 200 chains with real store codes. Each chain's five standard filters are
 submitted once before the runs (the Monday-morning panel); no cluster runs, so

@@ -2,7 +2,7 @@
 
 The request runs in this process through Django's real WSGI handler (the
 request_started/finished signals, the middleware, DRF, the health check of
-a reused connection: all as under gunicorn). The connection's libpq trace
+a reused connection: all as under the web server). The connection's libpq trace
 records every message on the wire; each `ReadyForQuery` from the server ends
 one round trip, so nothing is missed: the health check's `SELECT 1` (which
 bypasses Django's cursor wrappers, and so CaptureQueriesContext), BEGIN,
@@ -107,7 +107,7 @@ def executar(ctx: Contexto) -> None:
         "B2 cold: the first request of a token in a process (auth cache empty); "
         f"cpu: mean per request over {repeticoes} in-process requests (no HTTP "
         "server), this process and its PostgreSQL backend, with the settings' "
-        "defaults (no prepared statements: only gunicorn's workers prepare, B1)"
+        "defaults (no prepared statements: only the web's workers prepare, B1)"
     )
 
 
@@ -272,5 +272,5 @@ def _chamar(
     try:
         b"".join(resposta)
     finally:
-        resposta.close()  # request_finished, as gunicorn does
+        resposta.close()  # request_finished, as the web server does
     return int(recebido[0].split()[0])

@@ -25,7 +25,7 @@ class Contexto:
     perfil: bool = False
     par: bool = True  # B1 also measures the seed peer (bench/par.py)
     # B1's servers (bench.ambiente.iniciar_web); the first is the reference.
-    servidores: list[str] = field(default_factory=lambda: ["gunicorn"])
+    servidores: list[str] = field(default_factory=lambda: ["granian"])
     _tenants: list[TenantDeBench] | None = field(default=None, repr=False)
 
     def tenants(self) -> list[TenantDeBench]:

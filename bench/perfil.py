@@ -16,7 +16,7 @@ from pathlib import Path
 # (label, regex on one frame "function (file:line)"); a sample belongs to a
 # group when any of its frames matches.
 GRUPOS: list[tuple[str, str]] = [
-    ("gunicorn (accept, parse, write)", r"gunicorn/"),
+    ("granian (WSGI glue, config/vigia.py)", r"granian/|config/vigia\.py"),
     ("django request handling", r"django/core/handlers/"),
     ("middleware (all)", r"django/(middleware|contrib/(sessions|messages|auth))/"),
     ("DRF APIView.dispatch", r"dispatch \(rest_framework/views\.py"),

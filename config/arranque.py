@@ -5,8 +5,8 @@ files answers 500 on every page, and one signing with the published dev key
 lets anyone forge sessions and queue messages. Both are found here, before a
 worker is forked, with a message that names what is missing.
 
-Plain Python over `django.conf.settings`: gunicorn's master calls it before
-Django's apps are loaded.
+Plain Python over `django.conf.settings`: the web's launcher
+(config/servidor.py) calls it before Django's apps are loaded.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def problemas_do_web() -> list[str]:
 
 
 def exigir_web() -> None:
-    """Raises RuntimeError (gunicorn prints it and exits 1) if the web cannot serve."""
+    """Raises RuntimeError (the launcher logs it, exits 1) if the web cannot serve."""
     problemas = problemas_do_web()
     if problemas:
         raise RuntimeError("refusing to start: " + "; ".join(problemas))

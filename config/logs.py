@@ -1,9 +1,9 @@
-"""LOGGING for Django (settings.py) and for gunicorn's master (gunicorn.py).
+"""LOGGING for Django (settings.py) and for the web's master (servidor.py).
 
-One dictConfig for both, so the web's access log, gunicorn's own lines and
+One dictConfig for both, so the web's access log, granian's own lines and
 the application's share one format: JSON lines (LOG_FORMAT=json, the
 default) or key=value (LOG_FORMAT=texto, what `make run` and the tests use).
-No Django here: gunicorn's master builds it before any settings exist.
+No Django here: the web's master builds it before any settings exist.
 """
 
 from __future__ import annotations
@@ -14,8 +14,19 @@ from typing import Any
 _FORMATO_TEXTO = "%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s"
 
 
+def acesso_ligado() -> bool:
+    """The web's access log: WEB_ACCESSLOG `-` (the default) on, empty off.
+
+    GUNICORN_ACCESSLOG, its name before granian, still works.
+    """
+    valor = os.environ.get("WEB_ACCESSLOG")
+    if valor is None:
+        valor = os.environ.get("GUNICORN_ACCESSLOG", "-")
+    return bool(valor.strip())
+
+
 def configuracao(*, acesso: bool = True) -> dict[str, Any]:
-    """The dictConfig; `acesso` False silences gunicorn's access log."""
+    """The dictConfig; `acesso` False silences the web's access log."""
     formato = os.environ.get("LOG_FORMAT", "json").strip().lower() or "json"
     if formato not in ("json", "texto"):
         raise ValueError("LOG_FORMAT must be json or texto")
@@ -43,7 +54,6 @@ def configuracao(*, acesso: bool = True) -> dict[str, Any]:
         },
         "filters": {
             "request_id": {"()": "relatorios.logs.ComRequestId"},
-            "acesso": {"()": "relatorios.logs.CamposDoAcesso"},
         },
         "handlers": {
             "console": {
@@ -55,14 +65,9 @@ def configuracao(*, acesso: bool = True) -> dict[str, Any]:
         "root": {"handlers": ["console"], "level": nivel},
         "loggers": {
             "django-q": {"level": os.environ.get("Q_LOG_LEVEL", "INFO")},
-            "gunicorn.error": {
+            # The web's access line (config/vigia.py): its fields are `extra=`.
+            "relatorios.acesso": {
                 "handlers": ["console"],
-                "level": nivel,
-                "propagate": False,
-            },
-            "gunicorn.access": {
-                "handlers": ["console"],
-                "filters": ["acesso"],
                 "level": "INFO" if acesso else "WARNING",
                 "propagate": False,
             },

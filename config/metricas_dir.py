@@ -1,12 +1,12 @@
 """Where prometheus_client's multiprocess mode keeps one server's values.
 
-Counters and histograms incremented in any process of a server (gunicorn's
+Counters and histograms incremented in any process of a server (the web's
 workers; a cluster's supervisor, pusher and workers) are files in one folder,
 summed at scrape time. The folder must be set before prometheus_client is
 imported (it picks its value class at import) and must start empty (values of
 a previous run would be added to this one's), so the two entry points call
-`preparar` first thing: config/gunicorn.py in the master before it forks, and
-manage.py before Django loads any app when the command is `qcluster`.
+`preparar` first thing: config/servidor.py in the web's master before any
+worker starts, and manage.py before Django loads any app when the command is `qcluster`.
 
 One folder per server process: a web and a cluster on one host must not
 share one, since each wipes its own at start. Without PROMETHEUS_MULTIPROC_DIR

@@ -13,6 +13,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
 from config.arranque import CHAVE_DE_DESENVOLVIMENTO
+from config.logs import acesso_ligado
 from config.logs import configuracao as configuracao_de_logs
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -90,7 +91,7 @@ MIDDLEWARE = [
     # Refuses an oversized body from its Content-Length, before anything reads
     # it (the API's JSON parser reads the stream itself, past Django's limit).
     "relatorios.api.entrada.LimiteDoCorpo",
-    # Serves the collected static files from gunicorn itself (no CDN, no nginx).
+    # Serves the collected static files from the web server itself (no CDN, no nginx).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -152,7 +153,7 @@ DATABASES = {
 # counts and times statements (relatorios/banco/base.py).
 DATABASES["default"]["ENGINE"] = "relatorios.banco"
 # Server-side prepared statements, off by default and on in the web workers
-# (config/gunicorn.py). psycopg prepares a statement once it has run
+# (config/servidor.py). psycopg prepares a statement once it has run
 # DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips
 # parsing and planning it; this needs server-side binding (Django's default
 # client-side cursors never prepare). Measured (docs/benchmarks.md, B1): a
@@ -482,5 +483,5 @@ Q_CLUSTER = {
 # --- Logging -------------------------------------------------------------------
 
 # JSON lines (LOG_FORMAT=json, default) or key=value (LOG_FORMAT=texto);
-# gunicorn's access log and its own lines too (config/logs.py).
-LOGGING = configuracao_de_logs(acesso=bool(os.environ.get("GUNICORN_ACCESSLOG", "-")))
+# the web's access log and granian's own lines too (config/logs.py).
+LOGGING = configuracao_de_logs(acesso=acesso_ligado())

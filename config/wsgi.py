@@ -1,4 +1,4 @@
-"""WSGI entry point for gunicorn."""
+"""WSGI entry point (config/servidor.py serves it with granian)."""
 
 import os
 
@@ -16,6 +16,6 @@ from relatorios.api.cadeia import HandlerWsgi  # noqa: E402 (needs the apps load
 
 application = HandlerWsgi()
 
-# The same refusal as config/gunicorn.py's on_starting, for a server started
+# The same refusal as config/servidor.py's before its workers, for a server started
 # without that file: a worker that cannot serve fails to boot, loudly.
 exigir_web()

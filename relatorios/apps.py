@@ -45,7 +45,7 @@ def verificar_chave_secreta(**kwargs: Any) -> list[checks.CheckMessage]:
     """With DEBUG off, the published dev key is refused by every command that
     runs Django's checks, `qcluster` first among them: a cluster signing queue
     messages with a key anyone can read must not start. The web refuses it in
-    config/gunicorn.py and config/wsgi.py (gunicorn runs no checks)."""
+    config/servidor.py and config/wsgi.py (the web server runs no checks)."""
     from config.arranque import problema_da_chave
 
     problema = problema_da_chave()

@@ -19,7 +19,7 @@ import contextvars
 import logging
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponseBase
 
@@ -79,32 +79,6 @@ class RequestIdMiddleware:
             _request_id.reset(token)
         resposta[CABECALHO] = valor
         return resposta
-
-
-class CamposDoAcesso(logging.Filter):
-    """gunicorn's access line as fields: its atoms (`record.args`) become
-    `metodo`, `caminho` (without the query string), `status`, `duracao_ms`,
-    `request_id` (the response's header) and the message a short summary."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        atomos = record.args
-        if not isinstance(atomos, Mapping):
-            return True
-        campos = {
-            "evento": "acesso",
-            "remoto": atomos["h"],
-            "metodo": atomos["m"],
-            "caminho": atomos["U"],
-            "status": atomos["s"],
-            "bytes": atomos["B"],
-            "duracao_ms": round(int(str(atomos["D"])) / 1000, 1),
-            "request_id": atomos["{x-request-id}o"],
-        }
-        for chave, valor in campos.items():
-            setattr(record, chave, valor)
-        record.msg = "%s %s %s"
-        record.args = (campos["metodo"], campos["caminho"], campos["status"])
-        return True
 
 
 class FormatadorChaveValor(logging.Formatter):

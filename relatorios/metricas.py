@@ -2,7 +2,7 @@
 
 Two kinds, for two reasons:
 
-- Events are counted where they happen, in whichever process: a gunicorn
+- Events are counted where they happen, in whichever process: a web
   worker (submits, 429s), a cluster worker (a job finished, its duration),
   the cluster's supervisor (orphans recovered, lost messages re-enqueued).
   prometheus_client's multiprocess mode keeps each process's values in a

@@ -36,7 +36,7 @@ def _tipos_de_teste() -> Iterator[None]:
 @pytest.fixture(autouse=True, scope="session")
 def _estaticos(_tipos_de_teste: None) -> Iterator[None]:
     # Pages and the admin link hashed static files through the manifest, as in
-    # production; it exists after collectstatic. Children (gunicorn) get the
+    # production; it exists after collectstatic. Children (the web server) get the
     # same folder through processos.ambiente.
     with override_settings(STATIC_ROOT=processos.RAIZ / "test-output" / "estaticos"):
         call_command("collectstatic", interactive=False, verbosity=0)
@@ -114,7 +114,7 @@ def cluster(
 
 @pytest.fixture
 def servidor(transactional_db: None, pasta_saida: Path) -> Iterator[str]:
-    """A real gunicorn on the test database; yields its base URL."""
-    processo, url = processos.iniciar_gunicorn(pasta_saida / "gunicorn.log")
+    """The real web server on the test database; yields its base URL."""
+    processo, url = processos.iniciar_web(pasta_saida / "web.log")
     yield url
     processo.parar()

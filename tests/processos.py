@@ -1,4 +1,4 @@
-"""Real processes for tests: gunicorn and qcluster on the test database."""
+"""Real processes for tests: the web server and qcluster on the test database."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from email.message import Message
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
@@ -123,19 +124,24 @@ def iniciar_cluster(log: Path, **extras: str) -> Processo:
     return processo
 
 
-def iniciar_gunicorn(log: Path, **extras: str) -> tuple[Processo, str]:
+def iniciar_web(
+    log: Path, *, alvo: str | None = None, **extras: str
+) -> tuple[Processo, str]:
+    """The production web server (config/servidor.py: granian) on a free port.
+
+    `alvo`: another WSGI target (tests/wsgi_de_teste.py for the server's own
+    tests); the launcher, its workers and watchdog are the same.
+    """
     porta = porta_livre()
     # No access log unless a test asks for one (test_logs.py does).
-    env = ambiente(
-        **{"GUNICORN_BIND": f"127.0.0.1:{porta}", "GUNICORN_ACCESSLOG": "", **extras}
-    )
+    env = ambiente(**{"WEB_BIND": f"127.0.0.1:{porta}", "WEB_ACCESSLOG": "", **extras})
     processo = Processo(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"],
+        [sys.executable, "-m", "config.servidor", *([alvo] if alvo else [])],
         env,
         log,
     )
     url = f"http://127.0.0.1:{porta}"
-    limite = time.monotonic() + 30
+    limite = time.monotonic() + 60
     while True:
         try:
             urllib.request.urlopen(f"{url}/relatorios/jobs/1", timeout=2)
@@ -145,7 +151,7 @@ def iniciar_gunicorn(log: Path, **extras: str) -> tuple[Processo, str]:
             if not processo.vivo() or time.monotonic() > limite:
                 processo.matar()
                 raise RuntimeError(
-                    f"gunicorn não subiu:\n{processo.texto_do_log()}"
+                    f"o servidor web não subiu:\n{processo.texto_do_log()}"
                 ) from None
             time.sleep(0.1)
 
@@ -170,7 +176,7 @@ def filhos(pid: int) -> list[int]:
 
 def requisitar(
     metodo: str, url: str, *, token: str, corpo: bytes | None = None
-) -> tuple[int, dict[str, str], Any]:
+) -> tuple[int, Message, Any]:
     """One real HTTP request; returns status, headers and the parsed JSON body."""
     import json
 
@@ -180,6 +186,6 @@ def requisitar(
         pedido.add_header("Content-Type", "application/json")
     try:
         with urllib.request.urlopen(pedido, timeout=60) as resposta:
-            return resposta.status, dict(resposta.headers), json.loads(resposta.read())
+            return resposta.status, resposta.headers, json.loads(resposta.read())
     except urllib.error.HTTPError as erro:
-        return erro.code, dict(erro.headers), json.loads(erro.read() or b"null")
+        return erro.code, erro.headers, json.loads(erro.read() or b"null")

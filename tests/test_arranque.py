@@ -1,6 +1,6 @@
-"""A deployment cannot half-start: real gunicorn and qcluster processes refuse
-what would make them serve 500s or sign with a public key, and the README's
-production settings pass `manage.py check --deploy`."""
+"""A deployment cannot half-start: the real web server (config/servidor.py) and
+qcluster processes refuse what would make them serve 500s or sign with a public
+key, and the README's production settings pass `manage.py check --deploy`."""
 
 from __future__ import annotations
 
@@ -38,40 +38,40 @@ def esperar_saida(processo: processos.Processo, limite_s: float = 60) -> int:
 
 def test_web_recusa_a_chave_de_desenvolvimento(pasta_saida: Path) -> None:
     processo = processos.Processo(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"],
+        [sys.executable, "-m", "config.servidor"],
         processos.ambiente(
             DJANGO_SECRET_KEY=CHAVE_DE_DESENVOLVIMENTO,
-            GUNICORN_BIND=f"127.0.0.1:{processos.porta_livre()}",
+            WEB_BIND=f"127.0.0.1:{processos.porta_livre()}",
         ),
-        pasta_saida / "gunicorn.log",
+        pasta_saida / "web.log",
     )
     assert esperar_saida(processo) != 0
     log = processo.texto_do_log()
     assert "refusing to start" in log
     assert "DJANGO_SECRET_KEY" in log
-    assert "Booting worker" not in log
+    assert "Spawning worker" not in log
 
 
 def test_web_sem_collectstatic_recusa_subir_dizendo_o_que_falta(
     pasta_saida: Path, tmp_path: Path
 ) -> None:
     processo = processos.Processo(
-        [sys.executable, "-m", "gunicorn", "config.wsgi", "-c", "config/gunicorn.py"],
+        [sys.executable, "-m", "config.servidor"],
         processos.ambiente(
             DJANGO_STATIC_ROOT=str(tmp_path / "nada-coletado"),
-            GUNICORN_BIND=f"127.0.0.1:{processos.porta_livre()}",
+            WEB_BIND=f"127.0.0.1:{processos.porta_livre()}",
         ),
-        pasta_saida / "gunicorn.log",
+        pasta_saida / "web.log",
     )
     assert esperar_saida(processo) != 0
     log = processo.texto_do_log()
     assert "static files not collected" in log
     assert "collectstatic" in log
-    assert "Booting worker" not in log
+    assert "Spawning worker" not in log
 
 
 def test_web_com_chave_e_estaticos_sobe(pasta_saida: Path) -> None:
-    processo, url = processos.iniciar_gunicorn(pasta_saida / "gunicorn.log")
+    processo, url = processos.iniciar_web(pasta_saida / "web.log")
     try:
         assert processo.vivo()
         assert url.startswith("http://127.0.0.1:")

@@ -51,7 +51,7 @@ def test_conexao_derrubada_pelo_servidor_nao_e_usavel() -> None:
 def test_servidor_troca_conexoes_derrubadas_entre_pedidos(
     token: str, servidor: str
 ) -> None:
-    for _ in range(12):  # every gunicorn worker now holds a connection
+    for _ in range(12):  # every web worker now holds a connection
         assert (
             processos.requisitar("GET", f"{servidor}/relatorios/jobs/1", token=token)[0]
             == 404

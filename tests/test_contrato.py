@@ -1,4 +1,4 @@
-"""The OpenAPI contract, checked by schemathesis against a live gunicorn + cluster.
+"""The OpenAPI contract, checked by schemathesis against a live web server + cluster.
 
 The schema is the committed docs/openapi.yaml, which client apps are built
 from (the server serves the same at /api/schema/, checked below; the code
@@ -94,12 +94,12 @@ esquema = schemathesis.openapi.from_path(processos.RAIZ / "docs" / "openapi.yaml
 
 @pytest.fixture(scope="module")
 def servidor(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
-    # One gunicorn for the module: it only touches the database while a test
+    # One web server for the module: it only touches the database while a test
     # is asking it something, so the flush between tests never waits for it.
     with django_db_blocker.unblock():
-        processo, url = processos.iniciar_gunicorn(
-            processos.RAIZ / "test-output" / "test_contrato" / "gunicorn.log",
-            GUNICORN_WORKERS="2",
+        processo, url = processos.iniciar_web(
+            processos.RAIZ / "test-output" / "test_contrato" / "web.log",
+            WEB_WORKERS="2",
             **EXTRAS,
         )
     yield url

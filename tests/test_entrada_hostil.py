@@ -1,7 +1,7 @@
-"""No 5xx for anything a client sends: the README's list, against a live gunicorn.
+"""No 5xx for anything a client sends: the README's list, against a live web server.
 
 Every case is a raw HTTP request (http.client: no client library fixes the
-input up) to one gunicorn started for the module, with a real token.
+input up) to one web server started for the module, with a real token.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ ANINHADO = b"[" * 100_000 + b"]" * 100_000
 @pytest.fixture(scope="module")
 def servidor_do_modulo(django_db_setup: None, django_db_blocker: Any) -> Iterator[str]:
     with django_db_blocker.unblock():
-        processo, url = processos.iniciar_gunicorn(
-            processos.RAIZ / "test-output" / "test_entrada_hostil" / "gunicorn.log",
-            GUNICORN_WORKERS="2",
+        processo, url = processos.iniciar_web(
+            processos.RAIZ / "test-output" / "test_entrada_hostil" / "web.log",
+            WEB_WORKERS="2",
         )
     yield url
     processo.parar()

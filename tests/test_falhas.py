@@ -32,7 +32,7 @@ from relatorios.models import (
 )
 from relatorios.tipos.base import Contexto
 from tests import helpers
-from tests.processos import Processo, ambiente, iniciar_gunicorn, requisitar
+from tests.processos import Processo, ambiente, iniciar_web, requisitar
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
 
@@ -494,7 +494,7 @@ def test_rajada_de_mil_pedidos_de_vinte_tenants(
     ajustes(RELATORIOS_MAX_PENDENTES_POR_TENANT=20, RELATORIOS_WORKERS=2)
     tenants = [helpers.criar_tenant() for _ in range(20)]
     tokens = [helpers.criar_usuario(t)[1] for t in tenants]
-    servidor, url = iniciar_gunicorn(pasta_saida / "gunicorn.log")
+    servidor, url = iniciar_web(pasta_saida / "web.log")
     recusas: Counter[int] = Counter()
     aceitos: list[int] = []
     trava = threading.Lock()

@@ -1,4 +1,4 @@
-"""The API over real HTTP (gunicorn), with real concurrency."""
+"""The API over real HTTP (the production server), with real concurrency."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from django_q.models import OrmQ
 
 from relatorios.models import RelatorioJob, Tenant
 from tests import helpers
-from tests.processos import iniciar_gunicorn
+from tests.processos import iniciar_web
 
 SENHA = "senha-de-teste-123"
 
@@ -27,11 +27,11 @@ def test_limite_por_token_responde_429_com_retry_after(
     _, token = helpers.criar_usuario(tenant)
     _, outro_token = helpers.criar_usuario(tenant)
     # Several workers: the count is shared, not per process.
-    processo, url = iniciar_gunicorn(
-        pasta_saida / "gunicorn.log",
+    processo, url = iniciar_web(
+        pasta_saida / "web.log",
         RELATORIOS_API_LIMITE="5",
         RELATORIOS_API_JANELA_S="3600",
-        GUNICORN_WORKERS="3",
+        WEB_WORKERS="3",
     )
     try:
         alvo = url.removeprefix("http://").split(":")

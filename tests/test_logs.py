@@ -51,9 +51,7 @@ def test_um_pedido_se_segue_por_request_id_em_json_sem_segredos(
     com_vendas(tenant)
     gancho = webhook(tenant, receptor.url, ["job.pronto"])
     trabalhador = cluster()
-    web, url = processos.iniciar_gunicorn(
-        pasta_saida / "gunicorn.log", GUNICORN_ACCESSLOG="-"
-    )
+    web, url = processos.iniciar_web(pasta_saida / "web.log", WEB_ACCESSLOG="-")
     try:
         status, cabecalhos = submeter_http(url, token, REQUEST_ID)
         invalido = submeter_http(url, token, "não vale: espaços e acentos")[1]

@@ -7,6 +7,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from email.message import Message
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -102,7 +103,7 @@ def alerta_aberto(tenant: Tenant) -> Alerta:
     )
 
 
-def submeter_http(url: str, token: str, request_id: str) -> tuple[int, dict[str, str]]:
+def submeter_http(url: str, token: str, request_id: str) -> tuple[int, Message]:
     pedido = urllib.request.Request(
         f"{url}/relatorios/vendas",
         data=json.dumps(PEDIDO).encode(),
@@ -112,7 +113,7 @@ def submeter_http(url: str, token: str, request_id: str) -> tuple[int, dict[str,
     pedido.add_header("Content-Type", "application/json")
     pedido.add_header("X-Request-ID", request_id)
     with urllib.request.urlopen(pedido, timeout=60) as resposta:
-        return int(resposta.status), dict(resposta.headers)
+        return int(resposta.status), resposta.headers
 
 
 @pytest.mark.processos
@@ -132,9 +133,7 @@ def test_metricas_da_web_e_do_cluster_contam_o_que_aconteceu(
     com_vendas(tenant)
     porta_do_cluster = processos.porta_livre()
     trabalhador = cluster(RELATORIOS_METRICAS_PORTA=str(porta_do_cluster))
-    web, url = processos.iniciar_gunicorn(
-        pasta_saida / "gunicorn.log", GUNICORN_WORKERS="2"
-    )
+    web, url = processos.iniciar_web(pasta_saida / "web.log", WEB_WORKERS="2")
     try:
         respostas = [submeter_http(url, token, f"pedido-{n}") for n in range(1, 4)]
         job = RelatorioJob.objects.get(tenant=tenant)

@@ -1,4 +1,4 @@
-"""A manager in a real headless Chromium, against real gunicorn and qcluster."""
+"""A manager in a real headless Chromium, against the real web server and qcluster."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def com_vendas(tenant: Tenant) -> None:
 
 
 def gerente(tenant: Tenant, usuario: str, **campos: Any) -> None:
-    # The test session hashes with MD5 for speed; gunicorn verifies with the
+    # The test session hashes with MD5 for speed; the web server verifies with the
     # project's hashers.
     with override_settings(PASSWORD_HASHERS=settings.PASSWORD_HASHERS):
         helpers.criar_usuario(tenant, username=usuario, password=SENHA, **campos)
