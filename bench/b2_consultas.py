@@ -57,10 +57,12 @@ class Medida:
 
 
 def executar(ctx: Contexto) -> None:
-    from django.core.handlers.wsgi import WSGIHandler
+    from relatorios.api.cadeia import HandlerWsgi
 
     tenant = ctx.tenants()[0]
-    app = WSGIHandler()  # get_wsgi_application would set up (logging) again
+    # config.wsgi's handler (token calls take the API's middleware chain);
+    # importing config.wsgi would set up Django (logging) again.
+    app = HandlerWsgi()
     repeticoes = 200 if ctx.rapido else 2000
 
     def pedir(
