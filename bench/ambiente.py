@@ -27,6 +27,8 @@ from typing import IO, Any
 import psycopg
 from psycopg import sql
 
+from config.servidor import workers_padrao
+
 RAIZ = Path(__file__).resolve().parent.parent
 SAIDA = RAIZ / "bench-output"
 TICKS_POR_S = os.sysconf("SC_CLK_TCK")
@@ -148,7 +150,7 @@ def iniciar_web(
         **variaveis,
         **extras,
     )
-    n = int(env.get("WEB_WORKERS") or len(os.sched_getaffinity(0)))
+    n = int(env.get("WEB_WORKERS") or workers_padrao())
     args = [PYTHON, "-m", "config.servidor"]
     processo = Processo(modelo, args, env, SAIDA / f"{nome}-{modelo}.log")
     url = f"http://127.0.0.1:{porta}"

@@ -68,6 +68,15 @@ def _env(nome: str, antigo: str | None = None, padrao: str = "") -> str:
     return padrao if valor is None else valor
 
 
+def workers_padrao() -> int:
+    """One per CPU plus one. granian gives each worker its own SO_REUSEPORT
+    socket and the kernel spreads connections by hash: with one worker per
+    CPU, keep-alive clients often piled on one worker, GIL-bound at a full
+    core while the other idled (B1, 2 CPUs: 3x2 served 8-34% more than 2x2
+    on every scenario, docs/benchmarks.md)."""
+    return len(os.sched_getaffinity(0)) + 1
+
+
 @dataclass(frozen=True)
 class Configuracao:
     host: str
@@ -95,9 +104,7 @@ class Configuracao:
         return cls(
             host=host.strip("[]") or "127.0.0.1",
             porta=int(porta),
-            workers=int(
-                _env("WEB_WORKERS", "GUNICORN_WORKERS") or len(os.sched_getaffinity(0))
-            ),
+            workers=int(_env("WEB_WORKERS", "GUNICORN_WORKERS") or workers_padrao()),
             threads=int(_env("WEB_THREADS", "GUNICORN_THREADS") or 2),
             timeout_s=timeout_s,
             graceful_timeout_s=int(_env("WEB_GRACEFUL_TIMEOUT_S", padrao="20")),

@@ -313,3 +313,24 @@ def test_linha_de_acesso_em_json_com_os_campos_do_projeto(
     assert {"ts", "nivel", "pid", "msg"} <= set(acesso)
     # granian's own lines come through the same formatter.
     assert any(li.get("logger") == "_granian" for li in linhas)
+
+
+def test_configuracao_padrao_e_um_worker_por_cpu_mais_um(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spare worker: with one per CPU, SO_REUSEPORT's hashing often piled
+    the keep-alive connections on one GIL-bound worker (docs/benchmarks.md)."""
+    import os
+
+    from config.servidor import Configuracao
+
+    for nome in ("WEB_WORKERS", "GUNICORN_WORKERS", "WEB_THREADS", "WEB_TIMEOUT_S"):
+        monkeypatch.delenv(nome, raising=False)
+    conf = Configuracao.do_ambiente()
+    assert conf.workers == len(os.sched_getaffinity(0)) + 1
+    assert conf.threads == 2
+    monkeypatch.setenv("WEB_WORKERS", "5")
+    assert Configuracao.do_ambiente().workers == 5
+    monkeypatch.setenv("WEB_TIMEOUT_S", "5")
+    with pytest.raises(ValueError, match="WEB_TIMEOUT_S"):
+        Configuracao.do_ambiente()
