@@ -68,6 +68,13 @@ def _env(nome: str, antigo: str | None = None, padrao: str = "") -> str:
     return padrao if valor is None else valor
 
 
+# A worker's replacement imports Django again: ~1.5 s of CPU. At 10,000 (the
+# old gunicorn setting) and B1's 1,500 req/s over three workers that was one
+# re-import every ~7 s, 11% of S3's CPU samples (py-spy); at 100,000 it is one
+# every couple of minutes per worker, still a bound on a slow leak.
+MAX_PEDIDOS_PADRAO = 100_000
+
+
 def workers_padrao() -> int:
     """One per CPU plus one. granian gives each worker its own SO_REUSEPORT
     socket and the kernel spreads connections by hash: with one worker per
@@ -108,7 +115,9 @@ class Configuracao:
             threads=int(_env("WEB_THREADS", "GUNICORN_THREADS") or 2),
             timeout_s=timeout_s,
             graceful_timeout_s=int(_env("WEB_GRACEFUL_TIMEOUT_S", padrao="20")),
-            max_pedidos=int(_env("WEB_MAX_REQUESTS", "GUNICORN_MAX_REQUESTS") or 10000),
+            max_pedidos=int(
+                _env("WEB_MAX_REQUESTS", "GUNICORN_MAX_REQUESTS") or MAX_PEDIDOS_PADRAO
+            ),
             intervalo_s=float(_env("WEB_RESPAWN_INTERVAL_S", padrao="0.5")),
             boot_timeout_s=float(_env("WEB_BOOT_TIMEOUT_S", padrao="60")),
             acesso=acesso_ligado(),

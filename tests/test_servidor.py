@@ -324,11 +324,19 @@ def test_configuracao_padrao_e_um_worker_por_cpu_mais_um(
 
     from config.servidor import Configuracao
 
-    for nome in ("WEB_WORKERS", "GUNICORN_WORKERS", "WEB_THREADS", "WEB_TIMEOUT_S"):
+    for nome in (
+        "WEB_WORKERS",
+        "GUNICORN_WORKERS",
+        "WEB_THREADS",
+        "WEB_TIMEOUT_S",
+        "WEB_MAX_REQUESTS",
+        "GUNICORN_MAX_REQUESTS",
+    ):
         monkeypatch.delenv(nome, raising=False)
     conf = Configuracao.do_ambiente()
     assert conf.workers == len(os.sched_getaffinity(0)) + 1
     assert conf.threads == 2
+    assert conf.max_pedidos == 100_000
     monkeypatch.setenv("WEB_WORKERS", "5")
     assert Configuracao.do_ambiente().workers == 5
     monkeypatch.setenv("WEB_TIMEOUT_S", "5")
