@@ -111,11 +111,17 @@ def _capturar(preparado: tuple[Any, ...]) -> list[str]:
 
     with CaptureQueriesContext(connection) as capturadas:
         _calcular(preparado)
-    return [
-        q["sql"]
-        for q in capturadas.captured_queries
-        if q["sql"] and not q["sql"].lstrip().startswith(_CONTROLE)
-    ]
+    # A chunk's statement travels behind its limits in one message
+    # (execucao.LIMITES, then the statement): keep the statement.
+    sqls = [_sem_limites(q["sql"] or "") for q in capturadas.captured_queries]
+    return [sql for sql in sqls if sql and not sql.lstrip().startswith(_CONTROLE)]
+
+
+def _sem_limites(sql: str) -> str:
+    limites, separador, resto = sql.partition(";\n")
+    if separador and limites.lstrip().startswith("SELECT set_config"):
+        return resto
+    return sql
 
 
 def _direto(ctx: Contexto, sqls: list[str]) -> float:
