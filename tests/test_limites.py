@@ -55,7 +55,10 @@ def test_limite_por_token_responde_429_com_retry_after(
     assert 1 <= int(cabecalhos["Retry-After"]) <= 3600
     erro = json.loads(corpo)
     assert set(erro) == {"erro"}
-    assert "limite de 5 pedidos a cada 3600 s" in erro["erro"]
+    espera = int(cabecalhos["Retry-After"])
+    assert erro["erro"] == (
+        f"limite de 5 pedidos a cada 3600 s excedido: tente de novo em {espera} s"
+    )
 
 
 @pytest.mark.django_db

@@ -52,6 +52,13 @@ _ATRIBUTO = "_contagem_do_limite"
 class LimiteExcedido(exceptions.Throttled):
     """429 with Retry-After; the handler shapes it as {"erro": ...}."""
 
+    def __init__(self, *, wait: int, detail: str) -> None:
+        # Given `wait`, DRF appends its own sentence to the message, in its
+        # translation ("Espera-se que esteja diponível em N segundos."): ours
+        # already says when to come back. Retry-After reads `self.wait`.
+        super().__init__(detail=detail)
+        self.wait = wait
+
 
 @dataclass
 class Contagem:
