@@ -74,28 +74,37 @@ def estado_do_job(
     """
     if not 0 < job_id <= ID_MAXIMO:
         raise Http404("job não encontrado")
-    with connection.cursor() as cursor:
-        if contagem is None:
-            cursor.execute(
-                f"SELECT {COLUNAS_ESTADO} FROM relatorio_jobs"
-                " WHERE id = %s AND tenant_id = %s",
-                [job_id, tenant_id],
-            )
-            linha = cursor.fetchone()
-        else:
-            cursor.execute(
-                f"WITH {contagem.cte}"
-                f" SELECT {COLUNAS_ESTADO}, limite.pedidos, limite.restante"
-                " FROM limite LEFT JOIN relatorio_jobs ON id = %s AND tenant_id = %s",
-                [*contagem.parametros, job_id, tenant_id],
-            )
-            *linha, pedidos, restante = cursor.fetchone()
-            contagem.registrar(pedidos, restante)
-            if linha[0] is None:
-                linha = None
-    if linha is None:
+    linha = ler_contando(
+        contagem,
+        colunas=COLUNAS_ESTADO,
+        juncao="relatorio_jobs ON id = %s AND tenant_id = %s",
+        parametros=[job_id, tenant_id],
+    )
+    if linha[0] is None:
         raise Http404("job não encontrado")
     return JobEstado.da_linha(linha)
+
+
+def ler_contando(
+    contagem: Contagem | None, *, colunas: str, juncao: str, parametros: list[Any]
+) -> list[Any]:
+    """One row of `SELECT colunas FROM <one row> LEFT JOIN juncao` (the
+    joined columns NULL when nothing matched). With a `contagem` that one row
+    is the API limit's UPSERT: the request is counted, and its 429 raised, by
+    the same statement."""
+    prefixo, fonte, figuras, contados = "", "(SELECT) AS um", "NULL, NULL", []
+    if contagem is not None:
+        prefixo, fonte = f"WITH {contagem.cte} ", "limite"
+        figuras, contados = "limite.pedidos, limite.restante", contagem.parametros
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"{prefixo}SELECT {colunas}, {figuras} FROM {fonte} LEFT JOIN {juncao}",
+            [*contados, *parametros],
+        )
+        *linha, pedidos, restante = cursor.fetchone()
+    if contagem is not None:
+        contagem.registrar(pedidos, restante)
+    return linha
 
 
 def json_do_banco(valor: Any) -> Any:

@@ -34,7 +34,12 @@ from django_q.models import OrmQ
 from django_q.tasks import async_task
 
 from relatorios import fila, logs, metricas, normalizacao, notificacoes, tipos
-from relatorios.consultas import COLUNAS_ESTADO, JobEstado, json_do_banco
+from relatorios.consultas import (
+    COLUNAS_ESTADO,
+    JobEstado,
+    json_do_banco,
+    ler_contando,
+)
 from relatorios.fila import BrokerComAtraso
 from relatorios.models import (
     Desfecho,
@@ -921,23 +926,12 @@ def _ler_por_chave(
         status = 'falhou' OR (status = 'pronto' AND expira_em < now()),
         tenant_id,
         COALESCE(id, nextval(pg_get_serial_sequence('relatorio_jobs', 'id')))"""
-    with connection.cursor() as cursor:
-        if contagem is None:
-            cursor.execute(
-                f"SELECT {colunas}"
-                " FROM (SELECT) AS um LEFT JOIN relatorio_jobs ON chave = %s",
-                [chave],
-            )
-            linha = cursor.fetchone()
-        else:
-            cursor.execute(
-                f"WITH {contagem.cte}"
-                f" SELECT {colunas}, limite.pedidos, limite.restante"
-                " FROM limite LEFT JOIN relatorio_jobs ON chave = %s",
-                [*contagem.parametros, chave],
-            )
-            *linha, pedidos, restante = cursor.fetchone()
-            contagem.registrar(pedidos, restante)
+    linha = ler_contando(
+        contagem,
+        colunas=colunas,
+        juncao="relatorio_jobs ON chave = %s",
+        parametros=[chave],
+    )
     if linha[0] is None:
         return None, False, int(linha[12])
     if linha[11] != tenant_id:
