@@ -3,7 +3,7 @@
 Both sides are submitted the same way and measured in two phases (issue 11:
 the first recordings compared HTTP submits against in-process enqueues, so
 the ratio was mostly the submit rate):
-1. Submit, cluster stopped: N small report jobs through `services.submeter`
+1. Submit, cluster stopped: N small report jobs through `pedidos.submeter`
    in this process (one store-day of a small tenant: one chunk, trivial SQL),
    then N bare `async_task`s of a no-op function. Submits/s each.
 2. Execution: a real qcluster (production settings) is started on the full
@@ -68,7 +68,7 @@ def executar(ctx: Contexto) -> None:
 
     linha(
         "B3 submit",
-        f"reports {n / envio:.0f}/s (services.submeter), bare {n / envio_nada:.0f}/s"
+        f"reports {n / envio:.0f}/s (pedidos.submeter), bare {n / envio_nada:.0f}/s"
         f" (async_task), in-process, cluster stopped: ratio"
         f" {envio / envio_nada:.2f}x",
     )
@@ -122,17 +122,18 @@ def _voltas_de_um_job(tenant_id: int, pedido: dict[str, Any]) -> None:
     dequeue (pusher) and result save and acknowledgement (monitor). The
     second job of the process is traced, as a worker's steady state (B2
     traces the third request): the first also prepares the finish's
-    statement (`services.concluir`), one more round trip once per
+    statement (`ciclo.concluir`), one more round trip once per
     connection.
     """
     from django.db import connection
     from django_q.models import OrmQ
 
     from bench.b2_consultas import categoria, rastrear, resumo
-    from relatorios import services, tasks
+    from relatorios import tasks
+    from relatorios.jobs import pedidos
 
     jobs = [
-        services.submeter(
+        pedidos.submeter(
             tenant_id=tenant_id,
             tipo="vendas",
             params_brutos={**pedido, "inicio": dia, "fim": dia},
@@ -178,12 +179,12 @@ def _pedidos(n: int) -> list[dict[str, Any]]:
     return pedidos
 
 
-def _submeter(tenant_id: int, pedidos: list[dict[str, Any]]) -> float:
-    from relatorios import services
+def _submeter(tenant_id: int, corpos: list[dict[str, Any]]) -> float:
+    from relatorios.jobs import pedidos
 
     inicio = time.monotonic()
-    for corpo in pedidos:
-        if not services.submeter(
+    for corpo in corpos:
+        if not pedidos.submeter(
             tenant_id=tenant_id, tipo="vendas", params_brutos=corpo, usuario_id=None
         ).criado:
             raise RuntimeError("B3: a request was not new")

@@ -5,11 +5,11 @@ exist so that the hot statements do not grow with the history. Each operation
 runs here, in-process, through the service functions (the same code the API
 and the worker call), timed one by one:
 
-- new submit: `services.submeter` of a request never made (read by chave,
+- new submit: `pedidos.submeter` of a request never made (read by chave,
   store check, upsert, queue message);
-- dedup hit: `services.submeter` of a pending request (read by chave);
+- dedup hit: `pedidos.submeter` of a pending request (read by chave);
 - status: `consultas.estado_do_job` (by id and tenant, the status endpoint's read);
-- claim: `services.reivindicar` of a pending job (the worker's guarded UPDATE).
+- claim: `ciclo.reivindicar` of a pending job (the worker's guarded UPDATE).
 
 Then `generate_series` writes the history (finished jobs of every tenant,
 random-looking keys, inserted in key order so the unique index is built
@@ -118,7 +118,7 @@ def _medir(
     """Each operation n times (after a short warm-up), in ms per call."""
     from django_q.models import OrmQ
 
-    from relatorios import consultas, services
+    from relatorios.jobs import ciclo, consultas, pedidos
 
     def pedido(i: int) -> dict[str, Any]:
         # A new key per (serie, i): one day of a distinct year and store set.
@@ -131,7 +131,7 @@ def _medir(
         }
 
     def submeter(i: int) -> Any:
-        return services.submeter(
+        return pedidos.submeter(
             tenant_id=tenant_id,
             tipo="vendas",
             params_brutos=pedido(i),
@@ -157,7 +157,7 @@ def _medir(
         aquecimento,
     )
     tempos["claim"] = _cronometrar(
-        lambda i: services.reivindicar(job_id=ids[i]), n + aquecimento, aquecimento
+        lambda i: ciclo.reivindicar(job_id=ids[i]), n + aquecimento, aquecimento
     )
     # No cluster runs: the messages of these jobs would only pile up.
     OrmQ.objects.all().delete()

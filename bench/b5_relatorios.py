@@ -7,7 +7,7 @@ each type, with a realistic heavy request:
    (execucao.calcular, the worker's own chunk loop); its report statements
    (not the per-chunk SET TRANSACTION / set_config) are replayed on a plain
    psycopg connection, with nothing of Django around them: the "direct" time.
-2. The job: submitted through services.submeter to a running qcluster; its
+2. The job: submitted through pedidos.submeter to a running qcluster; its
    time is `concluido_em - iniciado_em` (claim to finish, stamped by
    PostgreSQL). Results are valid for 1 s here (RELATORIOS_VALIDADE_S), so the
    same request resubmitted a moment later runs again.
@@ -97,7 +97,7 @@ def _preparar(tenant_id: int, tipo: str, pedido: dict[str, Any]) -> tuple[Any, .
 def _calcular(preparado: tuple[Any, ...]) -> float:
     """The worker's chunk loop (execucao.calcular) in this process: SQL plus
     transactions, settings and Python, without queue, claim or result write."""
-    from relatorios import execucao
+    from relatorios.jobs import execucao
 
     tipo_relatorio, contexto, params = preparado
     inicio = time.monotonic()
@@ -136,7 +136,7 @@ def _job(
     cluster: Processo, tenant_id: int, tipo: str, pedido: dict[str, Any]
 ) -> tuple[float, int]:
     """One run of the request by the cluster: (claim -> finish s, peak RSS kB)."""
-    from relatorios import services
+    from relatorios.jobs import pedidos
     from relatorios.models import RelatorioJob, Status
 
     pids = cluster.pids()
@@ -144,7 +144,7 @@ def _job(
         _zerar_pico(pid)
     limite = time.monotonic() + 900
     while True:
-        submissao = services.submeter(
+        submissao = pedidos.submeter(
             tenant_id=tenant_id, tipo=tipo, params_brutos=pedido, usuario_id=None
         )
         if submissao.criado:

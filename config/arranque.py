@@ -11,24 +11,9 @@ Plain Python over `django.conf.settings`: the web's launcher
 
 from __future__ import annotations
 
-# The key every clone has: fine for `make run` and the tests (each sets its
-# own explicitly), never for a deployment. A process with DEBUG off refuses it.
-CHAVE_DE_DESENVOLVIMENTO = "relatorios-dev-only-insecure-key-change-me"
+from relatorios.operacao.chave import CHAVE_DE_DESENVOLVIMENTO, problema_da_chave
 
-
-def problema_da_chave() -> str | None:
-    from django.conf import settings
-
-    if settings.DEBUG:
-        return None
-    chave = str(getattr(settings, "SECRET_KEY", "") or "")
-    if chave in ("", CHAVE_DE_DESENVOLVIMENTO):
-        return (
-            "DJANGO_SECRET_KEY is unset or the built-in development key (refused "
-            "with DJANGO_DEBUG off): set DJANGO_SECRET_KEY to a long random secret, "
-            "the same for the web and the clusters"
-        )
-    return None
+__all__ = ["CHAVE_DE_DESENVOLVIMENTO", "exigir_web", "problema_da_chave"]
 
 
 def problema_dos_estaticos() -> str | None:

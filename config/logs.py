@@ -48,12 +48,12 @@ def configuracao(*, acesso: bool = True) -> dict[str, Any]:
                 },
             },
             "texto": {
-                "()": "relatorios.logs.FormatadorChaveValor",
+                "()": "relatorios.operacao.logs.FormatadorChaveValor",
                 "format": _FORMATO_TEXTO,
             },
         },
         "filters": {
-            "request_id": {"()": "relatorios.logs.ComRequestId"},
+            "request_id": {"()": "relatorios.operacao.logs.ComRequestId"},
         },
         "handlers": {
             "console": {

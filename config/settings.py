@@ -61,7 +61,7 @@ ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost"])
 
 INSTALLED_APPS = [
     # Django's admin with our site class (landing numbers, no tenant users).
-    "relatorios.admin_site.AdminDeSuporteConfig",
+    "relatorios.apps.AdminDeSuporteConfig",
     "django.contrib.auth",
     # Login lockout on /entrar/ and /admin/login/ (AXES_* below).
     "axes",
@@ -84,10 +84,10 @@ MIDDLEWARE = [
     # django-prometheus' responses by status and view, and latency by view,
     # first so every answer and every middleware's time is counted; only
     # those two of its series (relatorios/metricas.py says why).
-    "relatorios.metricas.MetricasHttp",
+    "relatorios.operacao.metricas.MetricasHttp",
     "django.middleware.security.SecurityMiddleware",
     # X-Request-ID in (validated or made), out, and on every log line.
-    "relatorios.logs.RequestIdMiddleware",
+    "relatorios.operacao.logs.RequestIdMiddleware",
     # Refuses an oversized body from its Content-Length, before anything reads
     # it (the API's JSON parser reads the stream itself, past Django's limit).
     "relatorios.api.entrada.LimiteDoCorpo",
@@ -251,7 +251,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_float("RELATORIOS_LOGIN_ESPERA_MIN", 1
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/bloqueado.html"
-AXES_CLIENT_IP_CALLABLE = "relatorios.acesso.ip_do_cliente"
+AXES_CLIENT_IP_CALLABLE = "relatorios.operacao.acesso.ip_do_cliente"
 # Failed attempts are what the lockout needs; a row per successful login is not.
 AXES_DISABLE_ACCESS_LOG = True
 
@@ -462,8 +462,8 @@ Q_TIMEOUT_S = RELATORIOS_TIMEOUT_S + RELATORIOS_MARGEM_HARD_STOP_S
 Q_CLUSTER = {
     "name": "relatorios",
     "orm": "default",
-    # FIFO dequeue (django-q2's takes rows in any order); see relatorios/fila.py.
-    "broker_class": "relatorios.fila.BrokerOrdenado",
+    # FIFO dequeue (django-q2's takes rows in any order); see relatorios/fila/broker.py.
+    "broker_class": "relatorios.fila.broker.BrokerOrdenado",
     "workers": RELATORIOS_WORKERS,
     "timeout": Q_TIMEOUT_S,
     "retry": 2 * Q_TIMEOUT_S + 60,

@@ -1,14 +1,30 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, register_converter
 from drf_spectacular.views import (
     SpectacularAPIView,
     SpectacularRedocView,
     SpectacularSwaggerView,
 )
 
-from relatorios import metricas, saude
+from relatorios.operacao import metricas, saude
+
+
+class IdDeJob:
+    """`<job:...>`, an id in every URLconf (job, webhook): digits only; the
+    range check (bigint) is the tenant-scoped lookup's."""
+
+    regex = "[0-9]{1,20}"
+
+    def to_python(self, valor: str) -> int:
+        return int(valor)
+
+    def to_url(self, valor: int) -> str:
+        return str(valor)
+
+
+register_converter(IdDeJob, "job")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -23,7 +39,7 @@ urlpatterns = [
     # For Prometheus: configured networks or a bearer token (relatorios/metricas.py).
     path("metrics", metricas.exportar, name="metricas"),
     path("", include("relatorios.api.urls")),
-    path("", include("relatorios.urls")),
+    path("", include("relatorios.paginas.urls")),
 ]
 
 # Under /relatorios/ every error is JSON ({"erro": ...}); elsewhere Django's pages.

@@ -98,7 +98,7 @@ class Vigia:
         pedir_reciclagem: Callable[[], None] | None = None,
         sair: Callable[[int], None] | None = None,
     ) -> None:
-        from relatorios.logs import request_id_valido
+        from relatorios.operacao.logs import request_id_valido
 
         self.app = app
         self.timeout_s = timeout_s

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from relatorios import execucao, notificacoes
+from relatorios.jobs import execucao
+from relatorios.notificacoes import entrega
 
 
 def executar_relatorio(job_id: int) -> None:
@@ -10,4 +11,4 @@ def executar_relatorio(job_id: int) -> None:
 
 
 def entregar(entrega_id: int) -> None:
-    notificacoes.entregar(entrega_id=entrega_id)
+    entrega.entregar(entrega_id=entrega_id)

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from relatorios import agendamentos
+from relatorios.agendamentos import agenda
 from relatorios.models import (
     Agendamento,
     Loja,
@@ -105,7 +105,7 @@ def criar_agendamento(tenant: Tenant, **campos: Any) -> Agendamento:
         "prazo": timedelta(hours=3),
         "usuario_id": None,
     }
-    return agendamentos.criar(tenant_id=tenant.pk, **(padrao | campos))
+    return agenda.criar(tenant_id=tenant.pk, **(padrao | campos))
 
 
 def job(job_id: int) -> RelatorioJob:

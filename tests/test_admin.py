@@ -15,8 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from relatorios import services, suporte
-from relatorios.models import RelatorioJob, Status, Tenant, Usuario
+from relatorios.jobs import ciclo, pedidos, suporte
+from relatorios.models import RelatorioJob, Status, Tenant, Usuario, permissoes
 from tests import helpers
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,7 @@ def novo_job(tenant: Tenant, tipo: str = "vendas", **campos: Any) -> int:
     # A distinct period per job: each is its own row (no dedup between them).
     dia = next(_datas)
     inicio = (timezone.datetime(2020, 1, 1) + timedelta(days=dia)).date().isoformat()
-    job_id = services.submeter(
+    job_id = pedidos.submeter(
         tenant_id=tenant.pk,
         tipo=tipo,
         params_brutos={"inicio": inicio, "fim": inicio},
@@ -59,7 +59,7 @@ def agir(cliente: Client, acao: str, ids: list[int], **extra: Any) -> Any:
 @pytest.fixture
 def grupo_suporte(db: None) -> Group:
     # Migration 0004 creates it; a flush by a transactional test deletes it.
-    return suporte.criar_grupo_suporte()
+    return permissoes.criar_grupo_suporte()
 
 
 @pytest.fixture
@@ -113,10 +113,10 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
 
 
 def test_criar_grupo_e_idempotente_e_repoe_as_permissoes(db: None) -> None:
-    grupo = suporte.criar_grupo_suporte()
+    grupo = permissoes.criar_grupo_suporte()
     grupo.permissions.clear()
-    suporte.criar_grupo_suporte()
-    assert grupo.permissions.count() == len(suporte.PERMISSOES_DO_SUPORTE)
+    permissoes.criar_grupo_suporte()
+    assert grupo.permissions.count() == len(permissoes.PERMISSOES_DO_SUPORTE)
     assert Group.objects.filter(name="Suporte").count() == 1
 
 
@@ -291,7 +291,7 @@ def test_lista_nao_conta_uma_tabela_grande(
 ) -> None:
     novo_job(tenant)
     monkeypatch.setattr(
-        "relatorios.paginacao.estimar_linhas", lambda consulta: 3_000_000
+        "relatorios.admin.paginacao.estimar_linhas", lambda consulta: 3_000_000
     )
     with CaptureQueriesContext(connection) as consultas:
         resposta = cliente.get(LISTA)
@@ -301,7 +301,7 @@ def test_lista_nao_conta_uma_tabela_grande(
 
 
 def test_estimativa_do_planejador_e_um_numero(tenant: Tenant) -> None:
-    from relatorios.paginacao import estimar_linhas
+    from relatorios.admin.paginacao import estimar_linhas
 
     novo_job(tenant)
     assert isinstance(estimar_linhas(RelatorioJob.objects.all()), int)
@@ -429,7 +429,7 @@ def test_pagina_do_job_mostra_tudo_formatado_e_a_linha_do_tempo(
         erro_detalhe='Traceback (most recent call last):\n  File "x.py", line 1',
         checkpoint={"partes": [{"inicio": "2026-01-01"}], "feitas": 0},
     )
-    services.reexecutar(job_id=job_id)
+    suporte.reexecutar(job_id=job_id)
     RelatorioJob.objects.filter(pk=job_id).update(
         status=Status.FALHOU,
         erro="de novo",
@@ -454,14 +454,14 @@ def test_pagina_do_job_mostra_tudo_formatado_e_a_linha_do_tempo(
 def test_linha_do_tempo_mostra_cada_tentativa_do_historico(
     cliente: Client, tenant: Tenant
 ) -> None:
-    job_id = services.submeter(
+    job_id = pedidos.submeter(
         tenant_id=tenant.pk,
         tipo="vendas",
         params_brutos={"inicio": "2026-01-01", "fim": "2026-01-31"},
         usuario_id=None,
     ).job.id
-    job = services.reivindicar(job_id=job_id, trabalhador="maquina-7:4242")
-    services.adiar(tentativa=job.tentativa, erro="deadlock no banco", detalhe=None)
+    job = ciclo.reivindicar(job_id=job_id, trabalhador="maquina-7:4242")
+    ciclo.adiar(tentativa=job.tentativa, erro="deadlock no banco", detalhe=None)
 
     html = cliente.get(f"{LISTA}{job_id}/change/").content.decode()
 
@@ -474,7 +474,7 @@ def test_linha_do_tempo_mostra_cada_tentativa_do_historico(
 def test_resultado_grande_e_cortado_com_link_para_baixar(
     cliente: Client, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("relatorios.admin.LIMITE_DO_TRECHO", 100)
+    monkeypatch.setattr("relatorios.admin.jobs.LIMITE_DO_TRECHO", 100)
     linhas = [
         {"periodo": "2026-01", "loja": f"L{n}", "receita": "1.00"} for n in range(50)
     ]
@@ -588,7 +588,7 @@ def test_expirar_resultado_em_massa(cliente: Client, tenant: Tenant) -> None:
 def test_acao_em_massa_tem_limite(
     cliente: Client, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("relatorios.admin.LIMITE_EM_MASSA", 2)
+    monkeypatch.setattr("relatorios.admin.comum.LIMITE_EM_MASSA", 2)
     ids = [novo_job(tenant, status=Status.FALHOU) for _ in range(3)]
     resposta = agir(cliente, "reexecutar", ids[:1], select_across="1")
     assert "no máximo 2 jobs" in mensagens(resposta)[0]

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from relatorios import agendamentos, alertas, suporte
+from relatorios.agendamentos import agenda, alertas
 from relatorios.models import (
     Agendamento,
     Alerta,
@@ -22,6 +22,7 @@ from relatorios.models import (
     Status,
     Tenant,
     Usuario,
+    permissoes,
 )
 from tests import helpers
 
@@ -45,7 +46,7 @@ NOVO = {
 
 @pytest.fixture
 def grupo_suporte(db: None) -> Group:
-    return suporte.criar_grupo_suporte()
+    return permissoes.criar_grupo_suporte()
 
 
 @pytest.fixture
@@ -105,14 +106,14 @@ def test_grupo_suporte_tem_exatamente_as_permissoes_de_agendamento(
         "reenviar_entrega",
     }
     assert codigos - outras == novas
-    assert set(suporte.PERMISSOES_DO_SUPORTE) == {("relatorios", c) for c in codigos}
+    assert set(permissoes.PERMISSOES_DO_SUPORTE) == {("relatorios", c) for c in codigos}
 
 
 def test_migracao_deu_ao_grupo_as_permissoes_de_agendamento() -> None:
     grupo = Group.objects.get(name="Suporte")
     assert set(
         grupo.permissions.values_list("content_type__app_label", "codename")
-    ) == set(suporte.PERMISSOES_DO_SUPORTE)
+    ) == set(permissoes.PERMISSOES_DO_SUPORTE)
 
 
 def test_gerente_de_tenant_nao_entra_no_admin_de_agendamentos(tenant: Tenant) -> None:
@@ -182,9 +183,9 @@ def test_lista_de_agendamentos_com_fuso_e_ultima_ocorrencia(
 ) -> None:
     manaus = helpers.criar_tenant("Rede Manaus", fuso="America/Manaus")
     agendamento = agendar(manaus, nome="Mensal Manaus")
-    agendamentos.disparar(agora=agendamento.proximo_disparo)
+    agenda.disparar(agora=agendamento.proximo_disparo)
     pausado = agendar(tenant, nome="Pausado")
-    agendamentos.pausar(agendamento_id=pausado.pk)
+    agenda.pausar(agendamento_id=pausado.pk)
     agendar(outro_tenant, tipo="estoque", nome="Estoque")
 
     cliente.get(AGENDAMENTOS)  # warm the per-process caches
@@ -212,7 +213,7 @@ def test_pagina_do_agendamento_e_so_leitura_com_botoes(
     cliente: Client, tenant: Tenant
 ) -> None:
     agendamento = agendar(tenant, nome="Mensal")
-    agendamentos.disparar(agora=agendamento.proximo_disparo)
+    agenda.disparar(agora=agendamento.proximo_disparo)
     job_id = Ocorrencia.objects.get().job_id
     pagina = f"{AGENDAMENTOS}{agendamento.pk}/change/"
     html = cliente.get(pagina).content.decode()
@@ -468,7 +469,7 @@ def test_pagina_inicial_conta_alertas_abertos_e_agendamentos_ativos(
 ) -> None:
     alerta_aberto(tenant)
     pausado = agendar(tenant, cron="0 5 1 * *")
-    agendamentos.pausar(agendamento_id=pausado.pk)
+    agenda.pausar(agendamento_id=pausado.pk)
     cliente.get("/admin/")  # warm the per-process caches
     with CaptureQueriesContext(connection) as antes:
         cliente.get("/admin/")

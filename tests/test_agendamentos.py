@@ -8,7 +8,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import connection
 
-from relatorios import agendamentos, alertas, normalizacao, notificacoes, services
+from relatorios.agendamentos import agenda, alertas
+from relatorios.jobs import pedidos, suporte
 from relatorios.models import (
     Agendamento,
     Alerta,
@@ -18,7 +19,9 @@ from relatorios.models import (
     RelatorioJob,
     Status,
 )
-from relatorios.normalizacao import ErroDeParametro
+from relatorios.notificacoes import webhooks
+from relatorios.tipos import normalizacao
+from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers
 
 SP = ZoneInfo("America/Sao_Paulo")
@@ -60,18 +63,18 @@ criar = helpers.criar_agendamento
 def test_periodo_relativo_vira_datas_concretas(
     periodo: str, dia: date, esperado: tuple[date, date]
 ) -> None:
-    assert agendamentos.periodo_concreto(periodo, dia) == esperado
+    assert agenda.periodo_concreto(periodo, dia) == esperado
 
 
 def test_mes_anterior_disparado_no_dia_1_em_sao_paulo_e_fevereiro() -> None:
     # 03:00 in São Paulo on March 1st is 06:00 UTC; a UTC reading of the day
     # would still be right here, but 23:30 local on Feb 28th is March 1st UTC.
     agendamento = Agendamento(periodo="mes_anterior", agrupar="mes", lojas=[])
-    params = agendamentos.params_da_ocorrencia(
+    params = agenda.params_da_ocorrencia(
         agendamento, utc(2026, 3, 1, 6), "America/Sao_Paulo"
     )
     assert (params["inicio"], params["fim"]) == ("2026-02-01", "2026-02-28")
-    tarde = agendamentos.params_da_ocorrencia(
+    tarde = agenda.params_da_ocorrencia(
         Agendamento(periodo="ontem", agrupar="dia", lojas=[]),
         utc(2026, 3, 1, 2, 30),
         "America/Sao_Paulo",
@@ -80,11 +83,11 @@ def test_mes_anterior_disparado_no_dia_1_em_sao_paulo_e_fevereiro() -> None:
 
 
 def test_cron_no_fuso_do_tenant() -> None:
-    disparos = agendamentos.disparos_entre(
+    disparos = agenda.disparos_entre(
         "0 3 1 * *", "America/Sao_Paulo", utc(2026, 1, 15), utc(2026, 4, 15)
     )
     assert disparos == [utc(2026, 2, 1, 6), utc(2026, 3, 1, 6), utc(2026, 4, 1, 6)]
-    manaus = agendamentos.disparos_entre(
+    manaus = agenda.disparos_entre(
         "0 3 1 * *", "America/Manaus", utc(2026, 1, 15), utc(2026, 2, 15)
     )
     assert manaus == [utc(2026, 2, 1, 7)]
@@ -92,14 +95,14 @@ def test_cron_no_fuso_do_tenant() -> None:
 
 def test_horario_que_nao_existe_no_dia_do_horario_de_verao_dispara_uma_vez() -> None:
     # São Paulo, 2018-11-04: clocks jumped from 00:00 to 01:00.
-    disparos = agendamentos.disparos_entre(
+    disparos = agenda.disparos_entre(
         "30 0 * * *", "America/Sao_Paulo", utc(2018, 11, 3, 12), utc(2018, 11, 5, 12)
     )
     locais = [d.astimezone(SP) for d in disparos]
     assert [d.day for d in locais] == [4, 5]
     assert locais[0].hour == 1  # the gap's 00:30 happens at 01:30 -02
     # New York, 2026-03-08: 02:30 does not exist.
-    ny = agendamentos.disparos_entre(
+    ny = agenda.disparos_entre(
         "30 2 * * *", "America/New_York", utc(2026, 3, 7, 12), utc(2026, 3, 9, 12)
     )
     assert len(ny) == 2
@@ -108,18 +111,18 @@ def test_horario_que_nao_existe_no_dia_do_horario_de_verao_dispara_uma_vez() -> 
 
 def test_hora_repetida_no_fim_do_horario_de_verao_dispara_uma_vez() -> None:
     # São Paulo, 2019-02-16 24:00 -> 23:00: 23:30 happened twice.
-    disparos = agendamentos.disparos_entre(
+    disparos = agenda.disparos_entre(
         "30 23 * * *", "America/Sao_Paulo", utc(2019, 2, 16, 12), utc(2019, 2, 17, 12)
     )
     assert disparos == [utc(2019, 2, 17, 1, 30)]  # the first 23:30 (-02)
-    ny = agendamentos.disparos_entre(
+    ny = agenda.disparos_entre(
         "30 1 * * *", "America/New_York", utc(2026, 11, 1), utc(2026, 11, 2)
     )
     assert ny == [utc(2026, 11, 1, 5, 30)]  # 01:30 EDT, not again at 01:30 EST
 
 
 def test_cron_de_meia_em_meia_hora_atravessa_o_salto_sem_repetir_instante() -> None:
-    disparos = agendamentos.disparos_entre(
+    disparos = agenda.disparos_entre(
         "*/30 * * * *", "America/New_York", utc(2026, 3, 8, 5), utc(2026, 3, 8, 9)
     )
     assert len(disparos) == len(set(disparos))
@@ -166,7 +169,7 @@ def test_agendamento_criado_sabe_o_proximo_disparo(tenant) -> None:
     assert agendamento.proximo_disparo is not None
     local = agendamento.proximo_disparo.astimezone(SP)
     assert (local.day, local.hour, local.minute) == (1, 3, 0)
-    proximos = agendamentos.proximos_disparos(agendamento, 3)
+    proximos = agenda.proximos_disparos(agendamento, 3)
     assert len(proximos) == 3
     assert proximos == sorted(proximos)
 
@@ -177,15 +180,15 @@ def test_agendamento_criado_sabe_o_proximo_disparo(tenant) -> None:
 def test_disparo_cria_uma_ocorrencia_e_o_mesmo_job_do_pedido_manual(tenant) -> None:
     agendamento = criar(tenant, agrupar="mes")
     planejado = agendamento.proximo_disparo
-    agendamentos.disparar(agora=planejado + timedelta(seconds=20))
-    agendamentos.disparar(agora=planejado + timedelta(seconds=40))
+    agenda.disparar(agora=planejado + timedelta(seconds=20))
+    agenda.disparar(agora=planejado + timedelta(seconds=40))
     ocorrencia = Ocorrencia.objects.get()
     assert ocorrencia.estado == EstadoOcorrencia.DISPARADA
     assert ocorrencia.planejado_para == planejado
     assert ocorrencia.prazo_em == planejado + timedelta(hours=3)
     fim = planejado.astimezone(SP).date() - timedelta(days=1)
     assert ocorrencia.params["fim"] == fim.isoformat()
-    manual = services.submeter(
+    manual = pedidos.submeter(
         tenant_id=tenant.pk,
         tipo="vendas",
         params_brutos={
@@ -208,7 +211,7 @@ def test_recuperacao_ultima_roda_so_a_mais_recente_e_registra_as_perdidas(
 ) -> None:
     agendamento = criar(tenant, cron="0 3 * * *", periodo="ontem")
     primeiro = agendamento.proximo_disparo
-    resultado = agendamentos.disparar(agora=primeiro + timedelta(days=4, hours=1))
+    resultado = agenda.disparar(agora=primeiro + timedelta(days=4, hours=1))
     ocorrencias = list(Ocorrencia.objects.order_by("planejado_para"))
     assert [o.estado for o in ocorrencias] == ["pulada"] * 4 + ["disparada"]
     assert (resultado.puladas, resultado.disparadas) == (4, 1)
@@ -219,7 +222,7 @@ def test_recuperacao_ultima_roda_so_a_mais_recente_e_registra_as_perdidas(
 def test_recuperacao_pular_nao_roda_nenhuma_perdida(tenant) -> None:
     agendamento = criar(tenant, cron="0 3 * * *", periodo="ontem", recuperacao="pular")
     primeiro = agendamento.proximo_disparo
-    agendamentos.disparar(agora=primeiro + timedelta(days=2, hours=1))
+    agenda.disparar(agora=primeiro + timedelta(days=2, hours=1))
     assert set(Ocorrencia.objects.values_list("estado", flat=True)) == {"pulada"}
     assert Ocorrencia.objects.count() == 3
     assert not RelatorioJob.objects.exists()
@@ -228,7 +231,7 @@ def test_recuperacao_pular_nao_roda_nenhuma_perdida(tenant) -> None:
 def test_disparo_recusado_registra_o_motivo(tenant, settings) -> None:
     settings.RELATORIOS_MAX_PENDENTES_POR_TENANT = 0
     agendamento = criar(tenant)
-    agendamentos.disparar(agora=agendamento.proximo_disparo + timedelta(seconds=1))
+    agenda.disparar(agora=agendamento.proximo_disparo + timedelta(seconds=1))
     ocorrencia = Ocorrencia.objects.get()
     assert ocorrencia.estado == EstadoOcorrencia.RECUSADA
     assert ocorrencia.motivo.startswith("429")
@@ -246,7 +249,7 @@ def test_tres_disparadores_ao_mesmo_tempo_geram_uma_ocorrencia_e_um_job() -> Non
     def disparar() -> None:
         try:
             barreira.wait()
-            agendamentos.disparar(agora=agora)
+            agenda.disparar(agora=agora)
         except BaseException as exc:  # reported below
             erros.append(exc)
         finally:
@@ -285,7 +288,7 @@ def test_cada_ocorrencia_perdida_tem_seu_alerta(tenant) -> None:
     agendamento = criar(tenant, cron="0 3 * * *", periodo="ontem")
     primeiro = agendamento.proximo_disparo
     agora = primeiro + timedelta(days=3, hours=4)
-    agendamentos.disparar(agora=agora)  # the catch-up runs, three were skipped
+    agenda.disparar(agora=agora)  # the catch-up runs, three were skipped
     resultado = alertas.verificar(agora=agora)
     # The catch-up (planned 4 h ago, deadline 3 h) is late and pending too.
     assert resultado.abertos == 4
@@ -295,7 +298,7 @@ def test_cada_ocorrencia_perdida_tem_seu_alerta(tenant) -> None:
 def test_job_pronto_no_prazo_nao_abre_alerta(tenant) -> None:
     agendamento = criar(tenant)
     planejado = agendamento.proximo_disparo
-    agendamentos.disparar(agora=planejado)
+    agenda.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
     RelatorioJob.objects.filter(pk=job_id).update(
         status=Status.PRONTO, concluido_em=planejado + timedelta(minutes=30)
@@ -311,7 +314,7 @@ def test_job_que_falhou_abre_o_alerta_antes_do_prazo_e_fecha_quando_fica_pronto(
 ) -> None:
     agendamento = criar(tenant)
     planejado = agendamento.proximo_disparo
-    agendamentos.disparar(agora=planejado)
+    agenda.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
     assert alertas.verificar(agora=planejado + timedelta(minutes=5)).abertos == 0
     RelatorioJob.objects.filter(pk=job_id).update(
@@ -321,7 +324,7 @@ def test_job_que_falhou_abre_o_alerta_antes_do_prazo_e_fecha_quando_fica_pronto(
     alerta = Alerta.objects.get()
     assert "divisão por zero" in alerta.motivo
     assert alerta.aberto
-    assert services.reexecutar(job_id=job_id).feita
+    assert suporte.reexecutar(job_id=job_id).feita
     assert alertas.verificar(agora=planejado + timedelta(minutes=20)).fechados == 0
     RelatorioJob.objects.filter(pk=job_id).update(status=Status.PRONTO)
     assert alertas.verificar(agora=planejado + timedelta(minutes=30)).fechados == 1
@@ -335,16 +338,16 @@ def test_pausado_depois_de_vencido_ainda_alerta_pausado_antes_nao(tenant) -> Non
     agendamento = criar(tenant, cron="* * * * *", periodo="ontem")
     primeiro = agendamento.proximo_disparo
     # Paused (at the database's now, before the first firing): nothing owed.
-    assert agendamentos.pausar(agendamento_id=agendamento.pk)
+    assert agenda.pausar(agendamento_id=agendamento.pk)
     assert alertas.verificar(agora=primeiro + timedelta(days=1)).abertos == 0
-    assert agendamentos.retomar(agendamento_id=agendamento.pk)
+    assert agenda.retomar(agendamento_id=agendamento.pk)
     agendamento.refresh_from_db()
     # Now the firing of the next minute becomes due but no cluster fires it,
     # and the schedule is paused afterwards.
     Agendamento.objects.filter(pk=agendamento.pk).update(
         verificado_ate=agendamento.ativo_desde - timedelta(minutes=2)
     )
-    assert agendamentos.pausar(agendamento_id=agendamento.pk)
+    assert agenda.pausar(agendamento_id=agendamento.pk)
     registradas = Ocorrencia.objects.filter(estado="nao_disparada").count()
     assert registradas >= 1
     resultado = alertas.verificar(agora=primeiro + timedelta(days=1))
@@ -353,9 +356,7 @@ def test_pausado_depois_de_vencido_ainda_alerta_pausado_antes_nao(tenant) -> Non
 
 def test_outro_tenant_nao_pausa_o_agendamento(tenant, outro_tenant) -> None:
     agendamento = criar(tenant)
-    assert not agendamentos.pausar(
-        agendamento_id=agendamento.pk, tenant_id=outro_tenant.pk
-    )
+    assert not agenda.pausar(agendamento_id=agendamento.pk, tenant_id=outro_tenant.pk)
     agendamento.refresh_from_db()
     assert agendamento.ativo
 
@@ -396,7 +397,7 @@ def test_dois_verificadores_ao_mesmo_tempo_abrem_um_alerta(settings) -> None:
     settings.RELATORIOS_WEBHOOK_PERMITIR_LOCAL = True
     tenant = helpers.criar_tenant()
     for porta in (9001, 9002):
-        notificacoes.registrar_webhook(
+        webhooks.registrar_webhook(
             tenant_id=tenant.pk,
             url=f"http://127.0.0.1:{porta}/ganchos",
             eventos=["alerta.aberto"],
@@ -433,7 +434,7 @@ def test_dois_verificadores_ao_mesmo_tempo_abrem_um_alerta(settings) -> None:
 def test_pronto_depois_do_prazo_abre_e_fecha_o_alerta(tenant) -> None:
     agendamento = criar(tenant)
     planejado = agendamento.proximo_disparo
-    agendamentos.disparar(agora=planejado)
+    agenda.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
     RelatorioJob.objects.filter(pk=job_id).update(
         status=Status.PRONTO, concluido_em=planejado + timedelta(hours=4)

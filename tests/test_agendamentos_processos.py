@@ -22,7 +22,7 @@ import pytest
 import standardwebhooks
 from django.test import Client
 
-from relatorios import agendamentos, notificacoes, suporte
+from relatorios.agendamentos import agenda
 from relatorios.models import (
     Agendamento,
     Alerta,
@@ -33,7 +33,9 @@ from relatorios.models import (
     Status,
     Tenant,
     Usuario,
+    permissoes,
 )
+from relatorios.notificacoes import webhooks
 from tests import helpers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
@@ -54,7 +56,7 @@ def rapido(ajustes: Callable[..., None]) -> None:
 
 
 def agendar(tenant: Tenant, cron: str, **campos: object) -> Agendamento:
-    return agendamentos.criar(
+    return agenda.criar(
         tenant_id=tenant.pk,
         tipo="teste_fechamento",
         periodo="ontem",
@@ -230,7 +232,7 @@ def test_fechamento_mensal_falha_alerta_e_fecha_depois_da_correcao(
     lojas = helpers.criar_lojas(tenant, "L001", "L002")
     lojas[1].nome = ""  # the bad data the close trips on
     lojas[1].save()
-    webhook = notificacoes.registrar_webhook(
+    webhook = webhooks.registrar_webhook(
         tenant_id=tenant.pk,
         url=recebedor.url,
         eventos=["alerta.aberto", "alerta.fechado", "job.falhou", "job.pronto"],
@@ -277,7 +279,7 @@ def test_fechamento_mensal_falha_alerta_e_fecha_depois_da_correcao(
     lojas[1].nome = "Loja Norte"
     lojas[1].save()
     atendente = Usuario.objects.create_user("atendente", is_staff=True)
-    atendente.groups.add(suporte.criar_grupo_suporte())
+    atendente.groups.add(permissoes.criar_grupo_suporte())
     admin = Client()
     admin.force_login(atendente)
     resposta = admin.post(

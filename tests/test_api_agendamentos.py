@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from relatorios import alertas
+from relatorios.agendamentos import alertas
 from relatorios.models import Agendamento, Tenant
 from tests import helpers
 

@@ -15,8 +15,8 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import Client
 
-from relatorios import services
 from relatorios.api.cadeia import HandlerWsgi
+from relatorios.jobs import pedidos
 from relatorios.models import Tenant
 from tests import helpers
 
@@ -88,7 +88,7 @@ class Contador:
 def test_chamadas_por_token_respondem_igual_pela_cadeia_curta(tenant: Tenant) -> None:
     _, token = helpers.criar_usuario(tenant)
     outro = helpers.criar_tenant("Rede B")
-    alheio = services.submeter(
+    alheio = pedidos.submeter(
         tenant_id=outro.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
     ).job.id
     completa, curta = WSGIHandler(), HandlerWsgi()
@@ -129,7 +129,7 @@ def test_chamadas_por_token_respondem_igual_pela_cadeia_curta(tenant: Tenant) ->
 
 def test_o_resto_passa_pela_cadeia_completa(tenant: Tenant) -> None:
     usuario, token = helpers.criar_usuario(tenant)
-    job_id = services.submeter(
+    job_id = pedidos.submeter(
         tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
     ).job.id
     navegador = Client()

@@ -20,9 +20,18 @@ from django_q.conf import Conf
 from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
-from relatorios import admin_clusters, clusters, services, suporte
-from relatorios.fila import chave_do_cluster
-from relatorios.models import Cluster, RelatorioJob, RelatorioTentativa, Status, Tenant
+from relatorios.admin import clusters as admin_clusters
+from relatorios.fila import clusters
+from relatorios.fila.broker import chave_do_cluster
+from relatorios.jobs import pedidos, vagas
+from relatorios.models import (
+    Cluster,
+    RelatorioJob,
+    RelatorioTentativa,
+    Status,
+    Tenant,
+    permissoes,
+)
 from tests import helpers
 from tests.processos import Processo
 
@@ -53,7 +62,7 @@ def rapido(ajustes: Callable[..., None]) -> None:
 def submeter(tenant: Tenant, mes: int) -> int:
     inicio = date(2026, mes, 1)
     fim = (inicio + timedelta(days=31)).replace(day=1) - timedelta(days=1)
-    return services.submeter(
+    return pedidos.submeter(
         tenant_id=tenant.pk,
         tipo="teste_lento",
         params_brutos={"inicio": inicio.isoformat(), "fim": fim.isoformat()},
@@ -75,7 +84,7 @@ def linha_do_cluster(processo: Processo) -> Cluster:
 
 
 def mensagem(job_id: int, *, chave: str, lock: datetime) -> OrmQ:
-    tarefa = {"id": f"t{job_id}", "func": services.TAREFA, "args": (job_id,)}
+    tarefa = {"id": f"t{job_id}", "func": vagas.TAREFA, "args": (job_id,)}
     return OrmQ.objects.create(
         key=chave, payload=SignedPackage.dumps(tarefa), lock=lock
     )
@@ -287,7 +296,7 @@ def test_suporte_ve_a_lista_de_clusters_sem_mudar_nada(tenant: Tenant) -> None:
     )
     clusters.declarar_mortos()
     usuario = helpers.criar_usuario(None, is_staff=True)[0]
-    usuario.groups.add(suporte.criar_grupo_suporte())
+    usuario.groups.add(permissoes.criar_grupo_suporte())
     cliente = Client()
     cliente.force_login(usuario)
 

@@ -12,7 +12,7 @@ from django.http import StreamingHttpResponse
 from django.test import Client
 from django.utils import timezone
 
-from relatorios import services
+from relatorios.jobs import pedidos
 from relatorios.models import RelatorioJob, Status, Tenant
 from tests import helpers
 
@@ -40,7 +40,7 @@ LINHAS = [
 
 
 def job_pronto(tenant: Tenant, tipo: str = "vendas", resultado: Any = None) -> int:
-    job_id = services.submeter(
+    job_id = pedidos.submeter(
         tenant_id=tenant.pk, tipo=tipo, params_brutos=PEDIDO, usuario_id=None
     ).job.id
     RelatorioJob.objects.filter(pk=job_id).update(
@@ -138,7 +138,7 @@ def test_csv_de_resultado_vazio_tem_so_o_cabecalho(tenant: Tenant, token: str) -
 def test_csv_de_tipo_sem_colunas_conhecidas_usa_as_chaves(
     tenant: Tenant, token: str
 ) -> None:
-    job_id = services.submeter(
+    job_id = pedidos.submeter(
         tenant_id=tenant.pk,
         tipo="teste_lento",
         params_brutos=PEDIDO,
@@ -165,7 +165,7 @@ def test_csv_de_outro_tenant_e_404(
 
 
 def test_csv_de_job_nao_pronto_e_409(tenant: Tenant, token: str) -> None:
-    job_id = services.submeter(
+    job_id = pedidos.submeter(
         tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
     ).job.id
     resposta = helpers.cliente_com_token(token).get(

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from relatorios import consultas
+from relatorios.jobs import consultas
 from relatorios.models import Tenant
 from tests import helpers, processos
 

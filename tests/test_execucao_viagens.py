@@ -23,7 +23,8 @@ from django.test.utils import CaptureQueriesContext
 from django_q.models import OrmQ
 from psycopg import sql
 
-from relatorios import execucao, services, tasks
+from relatorios import tasks
+from relatorios.jobs import execucao, pedidos
 from relatorios.models import Status, Tenant
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio
 from tests import helpers
@@ -213,7 +214,7 @@ def com_uma_venda(tenant: Tenant) -> None:
 
 def submeter(tenant: Tenant, tipo: str = "vendas", **params: Any) -> int:
     params = {"inicio": "2026-01-10", "fim": "2026-01-10", **params}
-    job_id = services.submeter(
+    job_id = pedidos.submeter(
         tenant_id=tenant.pk, tipo=tipo, params_brutos=params, usuario_id=None
     ).job.id
     OrmQ.objects.all().delete()  # this process is the worker
@@ -306,7 +307,7 @@ def test_job_tirado_da_tentativa_e_parado_pelo_batimento(
     job_id = submeter(tenant, "teste_lento")
     suporte = threading.Timer(
         0.5,
-        lambda: services.marcar_como_falhou(job_id=job_id, motivo="suporte"),
+        lambda: suporte.marcar_como_falhou(job_id=job_id, motivo="suporte"),
     )
     suporte.start()
     try:

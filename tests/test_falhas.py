@@ -21,7 +21,8 @@ from django.db.models import Count
 from django.forms.models import model_to_dict
 from django_q.models import OrmQ
 
-from relatorios import execucao, services, tipos
+from relatorios import tipos
+from relatorios.jobs import ciclo, execucao, pedidos
 from relatorios.models import (
     Desfecho,
     RelatorioJob,
@@ -85,7 +86,7 @@ def submeter(
     tenant: Tenant, tipo: str = "teste_contado", meses: int = 3, ano: int = 2026
 ) -> int:
     fim = date(ano, meses, 1) + timedelta(days=31)
-    return services.submeter(
+    return pedidos.submeter(
         tenant_id=tenant.pk,
         tipo=tipo,
         params_brutos={
@@ -445,9 +446,9 @@ def test_retentativa_atrasada_espera_a_vez_e_sobrevive_ao_reinicio(
     ajustes(RELATORIOS_BACKOFF_S=3, RELATORIOS_BACKOFF_MAX_S=3)
     job_id = submeter(tenant, tipo="teste_lento", meses=1)
     # What a cluster that hit a transient error and then died leaves behind.
-    reivindicado = services.reivindicar(job_id=job_id)
+    reivindicado = ciclo.reivindicar(job_id=job_id)
     OrmQ.objects.all().delete()
-    assert services.adiar(tentativa=reivindicado.tentativa, erro="caiu", detalhe=None)
+    assert ciclo.adiar(tentativa=reivindicado.tentativa, erro="caiu", detalhe=None)
     adiado = helpers.job(job_id)
 
     cluster()

@@ -17,8 +17,8 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from relatorios import consultas, services
 from relatorios.api.limites import Contagem
+from relatorios.jobs import ciclo, consultas, pedidos, vagas, varredura
 from relatorios.models import RelatorioJob, Tenant
 from tests import helpers
 
@@ -90,7 +90,7 @@ def sem_varredura_sequencial(resultado: list[tuple[str, str]]) -> list[str]:
 
 
 def submeter(tenant: Tenant, dia: int = 31) -> int:
-    return services.submeter(
+    return pedidos.submeter(
         tenant_id=tenant.pk,
         tipo="vendas",
         params_brutos={"inicio": "2026-01-01", "fim": f"2026-01-{dia:02d}"},
@@ -119,7 +119,7 @@ def test_acerto_e_status_com_o_limite_da_api_usam_indices(tenant: Tenant) -> Non
         return Contagem(usuario_id=usuario.pk, limite=100, janela_s=60)
 
     acerto = planos(
-        lambda: services.submeter(
+        lambda: pedidos.submeter(
             tenant_id=tenant.pk,
             tipo="vendas",
             params_brutos=PEDIDO | {"fim": "2026-01-31"},
@@ -145,10 +145,10 @@ def test_reivindicar_concluir_e_despachar_usam_indices(tenant: Tenant) -> None:
     ids = [submeter(tenant, dia) for dia in (1, 2, 3)]
 
     def ciclo() -> None:
-        job = services.reivindicar(job_id=ids[0])
+        job = ciclo.reivindicar(job_id=ids[0])
         assert job is not None
-        services.batimento(tentativa=job.tentativa)
-        services.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
+        ciclo.batimento(tentativa=job.tentativa)
+        ciclo.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
 
     resultado = planos_aninhados(ciclo)
     assert sem_varredura_sequencial(resultado) == []
@@ -164,12 +164,12 @@ def test_reivindicar_concluir_e_despachar_usam_indices(tenant: Tenant) -> None:
 def test_varredura_usa_os_indices_parciais(tenant: Tenant) -> None:
     orfao = submeter(tenant, 1)
     submeter(tenant, 2)
-    services.reivindicar(job_id=orfao)
+    ciclo.reivindicar(job_id=orfao)
     RelatorioJob.objects.filter(pk=orfao).update(
         heartbeat_em=timezone.now() - timedelta(hours=1)
     )
 
-    resultado = planos(services.varrer)
+    resultado = planos(varredura.varrer)
 
     assert sem_varredura_sequencial(resultado) == []
     assert any("relatorio_jobs_executando" in plano for _, plano in resultado)
@@ -229,7 +229,7 @@ def test_ciclo_do_job_nao_le_o_historico_do_tenant(tenant: Tenant) -> None:
         submeter(tenant, 4)
         submeter(tenant, 4)  # the dedup hit
         # ... and as the API runs them: the limit's UPSERT beside the read.
-        services.submeter(
+        pedidos.submeter(
             tenant_id=tenant.pk,
             tipo="vendas",
             params_brutos={"inicio": "2026-01-01", "fim": "2026-01-04"},
@@ -242,12 +242,12 @@ def test_ciclo_do_job_nao_le_o_historico_do_tenant(tenant: Tenant) -> None:
             job_id=ids[1],
             contagem=Contagem(usuario_id=usuario.pk, limite=100, janela_s=60),
         )
-        job = services.reivindicar(job_id=ids[0])
+        job = ciclo.reivindicar(job_id=ids[0])
         assert job is not None
-        services.batimento(tentativa=job.tentativa)
-        services.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
-        services.despachar(tenant_id=tenant.pk)
-        services.varrer()
+        ciclo.batimento(tentativa=job.tentativa)
+        ciclo.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
+        vagas.despachar(tenant_id=tenant.pk)
+        varredura.varrer()
 
     leituras = linhas_por_comando(ciclo)
 

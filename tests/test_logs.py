@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from relatorios import logs
 from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.operacao import logs
 from tests import helpers, processos
 from tests.test_metricas import TOKEN_DAS_METRICAS, com_vendas, submeter_http
 from tests.test_notificacoes import Receptor, webhook

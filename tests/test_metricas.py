@@ -22,7 +22,7 @@ from django_prometheus.db.backends.postgresql.base import (
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from relatorios import metricas, services
+from relatorios.jobs import pedidos
 from relatorios.models import (
     Agendamento,
     Alerta,
@@ -32,7 +32,8 @@ from relatorios.models import (
     Status,
     Tenant,
 )
-from relatorios.normalizacao import ErroDeParametro
+from relatorios.operacao import metricas
+from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers, processos
 
 UTC = ZoneInfo("UTC")
@@ -137,7 +138,7 @@ def test_metricas_da_web_e_do_cluster_contam_o_que_aconteceu(
     try:
         respostas = [submeter_http(url, token, f"pedido-{n}") for n in range(1, 4)]
         job = RelatorioJob.objects.get(tenant=tenant)
-        quebrado = services.submeter(
+        quebrado = pedidos.submeter(
             tenant_id=tenant.pk,
             tipo="teste_quebrado",
             params_brutos={"inicio": "2026-01-01", "fim": "2026-01-31"},
@@ -227,17 +228,17 @@ def test_submissoes_rejeitadas_e_reiniciadas_sao_contadas(tenant: Tenant) -> Non
 
     antes = {d: contagem(d) for d in ("novo", "rejeitado", "reiniciado")}
     with pytest.raises(ErroDeParametro):
-        services.submeter(
+        pedidos.submeter(
             tenant_id=tenant.pk,
             tipo="vendas",
             params_brutos={**PEDIDO, "lojas": ["NAO-EXISTE"]},
             usuario_id=None,
         )
-    job_id = services.submeter(
+    job_id = pedidos.submeter(
         tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
     ).job.id
     RelatorioJob.objects.filter(pk=job_id).update(status=Status.FALHOU, erro="x")
-    services.submeter(
+    pedidos.submeter(
         tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
     )
 

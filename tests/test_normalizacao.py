@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from relatorios.normalizacao import ErroDeParametro, chave, normalizar
+from relatorios.tipos.normalizacao import ErroDeParametro, chave, normalizar
 
 PADRAO = {"inicio": "2026-01-01", "fim": "2026-01-31"}
 

@@ -18,7 +18,7 @@ from django.test import Client
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from relatorios import notificacoes, services
+from relatorios.jobs import ciclo, pedidos, suporte
 from relatorios.models import (
     Agendamento,
     Alerta,
@@ -32,7 +32,9 @@ from relatorios.models import (
     Usuario,
     Webhook,
 )
-from relatorios.normalizacao import ErroDeParametro
+from relatorios.notificacoes import destinos, entrega, saida, webhooks
+from relatorios.notificacoes.email import inscrever
+from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers
 from tests.processos import Processo
 
@@ -93,7 +95,7 @@ def local(ajustes: Callable[..., None]) -> None:
 
 
 def webhook(tenant: Tenant, url: str, eventos: list[str] | None = None) -> Webhook:
-    return notificacoes.registrar_webhook(
+    return webhooks.registrar_webhook(
         tenant_id=tenant.pk,
         url=url,
         eventos=eventos or ["job.pronto", "job.falhou"],
@@ -102,7 +104,7 @@ def webhook(tenant: Tenant, url: str, eventos: list[str] | None = None) -> Webho
 
 
 def submeter(tenant: Tenant, **params: Any) -> int:
-    return services.submeter(
+    return pedidos.submeter(
         tenant_id=tenant.pk,
         tipo="vendas",
         params_brutos={**PEDIDO, **params},
@@ -111,9 +113,9 @@ def submeter(tenant: Tenant, **params: Any) -> int:
 
 
 def concluir(job_id: int) -> None:
-    reivindicado = services.reivindicar(job_id=job_id)
+    reivindicado = ciclo.reivindicar(job_id=job_id)
     assert reivindicado is not None
-    assert services.concluir(
+    assert ciclo.concluir(
         tentativa=reivindicado.tentativa, resultado={"linhas": []}, validade_s=600
     )
 
@@ -122,11 +124,11 @@ def mensagens_de_entrega() -> list[int]:
     return [
         int(m.task["args"][0])
         for m in OrmQ.objects.all()
-        if m.task.get("func") == notificacoes.TAREFA
+        if m.task.get("func") == saida.TAREFA
     ]
 
 
-def entrega(entrega_id: int) -> Entrega:
+def linha_da_entrega(entrega_id: int) -> Entrega:
     return Entrega.objects.get(pk=entrega_id)
 
 
@@ -212,11 +214,11 @@ def test_receptor_que_trava_registra_o_erro_e_e_tentado_de_novo(
     [entrega_id] = Entrega.objects.values_list("id", flat=True)
 
     inicio = time.monotonic()
-    estado = notificacoes.entregar(entrega_id=entrega_id)
+    estado = entrega.entregar(entrega_id=entrega_id)
     duracao = time.monotonic() - inicio
-    travada = entrega(entrega_id)
+    travada = linha_da_entrega(entrega_id)
     time.sleep(0.5)
-    de_novo = notificacoes.entregar(entrega_id=entrega_id)
+    de_novo = entrega.entregar(entrega_id=entrega_id)
 
     assert estado == EstadoEntrega.PENDENTE
     assert duracao < 1.5
@@ -225,7 +227,7 @@ def test_receptor_que_trava_registra_o_erro_e_e_tentado_de_novo(
     assert travada.proxima_em > travada.criado_em
     assert travada.em_curso_ate is None
     assert de_novo == EstadoEntrega.ENTREGUE
-    assert entrega(entrega_id).tentativas == 2
+    assert linha_da_entrega(entrega_id).tentativas == 2
 
 
 @pytest.mark.django_db(transaction=True)
@@ -239,12 +241,12 @@ def test_ultima_tentativa_sem_sucesso_deixa_a_entrega_falhou(
     concluir(job_id)
     [entrega_id] = Entrega.objects.values_list("id", flat=True)
 
-    estado = notificacoes.entregar(entrega_id=entrega_id)
+    estado = entrega.entregar(entrega_id=entrega_id)
 
     assert estado == EstadoEntrega.FALHOU
-    assert entrega(entrega_id).ultimo_status == 302
-    assert notificacoes.reenviar(entrega_id=entrega_id)
-    reenviada = entrega(entrega_id)
+    assert linha_da_entrega(entrega_id).ultimo_status == 302
+    assert saida.reenviar(entrega_id=entrega_id)
+    reenviada = linha_da_entrega(entrega_id)
     assert (reenviada.estado, reenviada.tentativas) == (EstadoEntrega.PENDENTE, 0)
     assert mensagens_de_entrega().count(entrega_id) == 2
 
@@ -258,8 +260,8 @@ def test_uma_entrega_reivindicada_nao_e_enviada_de_novo(
     concluir(job_id)
     [entrega_id] = Entrega.objects.values_list("id", flat=True)
 
-    primeira = notificacoes.entregar(entrega_id=entrega_id)
-    segunda = notificacoes.entregar(entrega_id=entrega_id)
+    primeira = entrega.entregar(entrega_id=entrega_id)
+    segunda = entrega.entregar(entrega_id=entrega_id)
 
     assert (primeira, segunda) == (EstadoEntrega.ENTREGUE, None)
     assert len(receptor.recebidas) == 1
@@ -279,7 +281,7 @@ def test_mudanca_de_estado_desfeita_nao_deixa_entrega(
 
     def falhar_e_desfazer() -> None:
         with transaction.atomic():
-            assert services.marcar_como_falhou(job_id=job_id, motivo="teste").feita
+            assert suporte.marcar_como_falhou(job_id=job_id, motivo="teste").feita
             dentro.append(Entrega.objects.count())
             raise RuntimeError("desfaz")
 
@@ -301,7 +303,7 @@ def test_job_falhou_gera_entrega_com_o_erro_e_sua_mensagem(
     webhook(outro, receptor.url)
     job_id = submeter(tenant)
 
-    assert services.marcar_como_falhou(job_id=job_id, motivo="base fora do ar").feita
+    assert suporte.marcar_como_falhou(job_id=job_id, motivo="base fora do ar").feita
 
     [nova] = Entrega.objects.all()
     assert nova.evento == "job.falhou"
@@ -340,9 +342,9 @@ def test_notificar_email_envia_um_email_por_inscrito_quando_o_job_termina(
     concluir(job_id)
     entregas = list(Entrega.objects.values_list("id", flat=True))
     for entrega_id in entregas:
-        notificacoes.entregar(entrega_id=entrega_id)
+        entrega.entregar(entrega_id=entrega_id)
     for entrega_id in entregas:
-        notificacoes.entregar(entrega_id=entrega_id)
+        entrega.entregar(entrega_id=entrega_id)
 
     assert ids == [job_id] * 3
     assert "notificar_email" not in helpers.job(job_id).params
@@ -362,10 +364,10 @@ def test_inscricao_de_job_que_ja_terminou_e_atendida_pela_varredura(
 ) -> None:
     job_id = submeter(tenant)
     concluir(job_id)
-    notificacoes.inscrever(job_id=job_id, email="tarde@example.com")
+    inscrever(job_id=job_id, email="tarde@example.com")
 
-    primeira = notificacoes.varrer()
-    segunda = notificacoes.varrer()
+    primeira = saida.varrer()
+    segunda = saida.varrer()
 
     [email] = Entrega.objects.all()
     assert (primeira.inscricoes_atendidas, segunda.inscricoes_atendidas) == (1, 0)
@@ -384,8 +386,8 @@ def test_varredura_reenfileira_entrega_cuja_mensagem_se_perdeu(
     uma_hora = timezone.now() - timedelta(hours=1)
     Entrega.objects.update(proxima_em=uma_hora, enfileirada_em=uma_hora)
 
-    primeira = notificacoes.varrer()
-    segunda = notificacoes.varrer()
+    primeira = saida.varrer()
+    segunda = saida.varrer()
 
     assert (primeira.reenfileiradas, segunda.reenfileiradas) == (1, 0)
     assert mensagens_de_entrega() == list(Entrega.objects.values_list("id", flat=True))
@@ -427,16 +429,10 @@ def test_enfileirar_alerta_duas_vezes_cria_as_entregas_uma_vez(
     aberto = alerta(tenant)
 
     with transaction.atomic():
-        primeira = notificacoes.enfileirar_alerta(
-            alerta_id=aberto.pk, evento="alerta.aberto"
-        )
+        primeira = saida.enfileirar_alerta(alerta_id=aberto.pk, evento="alerta.aberto")
     with transaction.atomic():
-        segunda = notificacoes.enfileirar_alerta(
-            alerta_id=aberto.pk, evento="alerta.aberto"
-        )
-    fechado = notificacoes.enfileirar_alerta(
-        alerta_id=aberto.pk, evento="alerta.fechado"
-    )
+        segunda = saida.enfileirar_alerta(alerta_id=aberto.pk, evento="alerta.aberto")
+    fechado = saida.enfileirar_alerta(alerta_id=aberto.pk, evento="alerta.fechado")
 
     assert (primeira, segunda, fechado) == (2, 0, 1)
     email = Entrega.objects.get(canal="email")
@@ -449,7 +445,7 @@ def test_enfileirar_alerta_duas_vezes_cria_as_entregas_uma_vez(
         ("alerta.fechado", "webhook"),
     }
     assert len(mensagens_de_entrega()) == 3
-    notificacoes.entregar(entrega_id=email.pk)
+    entrega.entregar(entrega_id=email.pk)
     assert mail.outbox[0].subject.startswith("Alerta: o relatório agendado Vendas")
 
 
@@ -470,17 +466,17 @@ def test_em_producao_endereco_privado_e_recusado_no_cadastro_e_na_entrega(
     gancho = Webhook.objects.create(
         tenant=tenant,
         url=https_local,
-        segredo=notificacoes.novo_segredo(),
+        segredo=webhooks.novo_segredo(),
         eventos=["job.pronto"],
     )
     job_id = submeter(tenant)
     concluir(job_id)
     [entrega_id] = Entrega.objects.filter(webhook=gancho).values_list("id", flat=True)
 
-    estado = notificacoes.entregar(entrega_id=entrega_id)
+    estado = entrega.entregar(entrega_id=entrega_id)
 
     assert estado == EstadoEntrega.PENDENTE
-    assert "destino recusado" in entrega(entrega_id).ultimo_erro
+    assert "destino recusado" in linha_da_entrega(entrega_id).ultimo_erro
     assert receptor.recebidas == []
 
 
@@ -504,7 +500,7 @@ def test_em_producao_endereco_privado_e_recusado_no_cadastro_e_na_entrega(
     ],
 )
 def test_so_enderecos_publicos_sao_aceitos(endereco: str, publico: bool) -> None:
-    assert notificacoes._publico(endereco, local=False) is publico
+    assert destinos.publico(endereco, local=False) is publico
 
 
 # --- API and page -----------------------------------------------------------------
@@ -534,7 +530,7 @@ def test_api_cria_lista_le_e_remove_webhook(
 
     assert criado.status_code == 201
     assert criado.json()["segredo"].startswith("whsec_")
-    assert len(notificacoes.novo_segredo()) >= len("whsec_") + 32
+    assert len(webhooks.novo_segredo()) >= len("whsec_") + 32
     assert [w["url"] for w in lista.json()] == [receptor.url]
     assert "segredo" not in lista.json()[0]
     assert "segredo" not in lido.json()
@@ -690,7 +686,7 @@ def test_admin_cria_webhook_mostra_o_segredo_uma_vez_e_reenvia_entrega(
     assert Webhook.objects.filter(pk=gancho.pk, ativo=False).exists()
     Webhook.objects.filter(pk=gancho.pk).update(ativo=True)
     job_id = submeter(tenant)
-    services.marcar_como_falhou(job_id=job_id, motivo="teste")
+    suporte.marcar_como_falhou(job_id=job_id, motivo="teste")
     [falha] = Entrega.objects.all()
     Entrega.objects.filter(pk=falha.pk).update(estado=EstadoEntrega.FALHOU)
     lista = cliente.get("/admin/relatorios/entrega/?estado=falhou")
@@ -704,15 +700,15 @@ def test_admin_cria_webhook_mostra_o_segredo_uma_vez_e_reenvia_entrega(
     assert gancho.segredo not in pagina.content.decode()
     assert lista.status_code == 200
     assert reenvio.status_code == 302
-    assert entrega(falha.pk).estado == EstadoEntrega.PENDENTE
+    assert linha_da_entrega(falha.pk).estado == EstadoEntrega.PENDENTE
 
 
 @pytest.mark.django_db
 def test_suporte_ve_entregas_e_reenvia_mas_nao_ve_o_segredo(tenant: Tenant) -> None:
-    from relatorios import suporte
+    from relatorios.models import permissoes
 
     atendente = Usuario.objects.create_user("atendente", is_staff=True)
-    atendente.groups.add(suporte.criar_grupo_suporte())
+    atendente.groups.add(permissoes.criar_grupo_suporte())
     cliente = Client()
     cliente.force_login(atendente)
     job_id = submeter(tenant)
@@ -722,7 +718,7 @@ def test_suporte_ve_entregas_e_reenvia_mas_nao_ve_o_segredo(tenant: Tenant) -> N
         segredo="whsec_c2VncmVkby1kZS10ZXN0ZS0xMjM0NTY3ODkw",
         eventos=["job.falhou"],
     )
-    services.marcar_como_falhou(job_id=job_id, motivo="teste")
+    suporte.marcar_como_falhou(job_id=job_id, motivo="teste")
     [falha] = Entrega.objects.all()
     Entrega.objects.filter(pk=falha.pk).update(estado=EstadoEntrega.FALHOU)
 
@@ -737,5 +733,5 @@ def test_suporte_ve_entregas_e_reenvia_mas_nao_ve_o_segredo(tenant: Tenant) -> N
     assert pagina.status_code == 200
     assert gancho.segredo not in pagina.content.decode()
     assert reenvio.status_code == 302
-    assert entrega(falha.pk).estado == EstadoEntrega.PENDENTE
+    assert linha_da_entrega(falha.pk).estado == EstadoEntrega.PENDENTE
     assert cliente.get("/admin/relatorios/webhook/add/").status_code == 403

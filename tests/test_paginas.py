@@ -9,7 +9,7 @@ import pytest
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from relatorios import services
+from relatorios.jobs import pedidos
 from relatorios.models import RelatorioJob, Status, Tenant, Usuario
 from tests import helpers
 
@@ -59,7 +59,7 @@ def cliente(gerente: Usuario) -> Client:
 
 def submeter(tenant: Tenant, usuario: Usuario | None = None, **params: Any) -> int:
     brutos = {"inicio": "2026-01-01", "fim": "2026-01-31", "agrupar": "mes", **params}
-    return services.submeter(
+    return pedidos.submeter(
         tenant_id=tenant.pk,
         tipo="vendas",
         params_brutos=brutos,
@@ -296,7 +296,7 @@ def test_job_pronto_mostra_tabela_com_totais_e_o_csv(
 def test_tabela_grande_mostra_o_comeco_e_remete_ao_csv(
     cliente: Client, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("relatorios.views.LINHAS_NA_PAGINA", 1)
+    monkeypatch.setattr("relatorios.paginas.jobs.LINHAS_NA_PAGINA", 1)
     job_id = submeter(tenant)
     pronto(job_id)
     html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()

@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 from django_q.models import Task
 
-from relatorios import retencao
+from relatorios.jobs import retencao
 from relatorios.models import (
     Agendamento,
     EstadoOcorrencia,

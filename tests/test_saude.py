@@ -5,7 +5,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from relatorios import clusters, saude
+from relatorios.fila import clusters
+from relatorios.operacao import saude
 
 
 # No django_db mark: any database access in the request would raise.

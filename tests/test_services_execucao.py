@@ -13,7 +13,9 @@ from django.test import override_settings
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from relatorios import execucao, services
+from relatorios.jobs import ciclo, execucao, pedidos, suporte, varredura
+from relatorios.jobs.ciclo import Tentativa
+from relatorios.jobs.pedidos import LimiteDePendentes
 from relatorios.models import (
     Desfecho,
     RelatorioJob,
@@ -22,7 +24,6 @@ from relatorios.models import (
     Status,
     Tenant,
 )
-from relatorios.services import LimiteDePendentes, Tentativa
 from tests import helpers, processos
 from tests.tipos_de_teste import Lento
 
@@ -30,7 +31,7 @@ PEDIDO = {"inicio": "2026-01-01", "fim": "2026-01-31"}
 
 
 def submeter(tenant: Tenant, dia: int = 31, tipo: str = "vendas") -> int:
-    return services.submeter(
+    return pedidos.submeter(
         tenant_id=tenant.pk,
         tipo=tipo,
         params_brutos={"inicio": "2026-01-01", "fim": f"2026-01-{dia:02d}"},
@@ -39,7 +40,7 @@ def submeter(tenant: Tenant, dia: int = 31, tipo: str = "vendas") -> int:
 
 
 def reivindicar(job_id: int) -> Tentativa:
-    job = services.reivindicar(job_id=job_id)
+    job = ciclo.reivindicar(job_id=job_id)
     assert job is not None
     return job.tentativa
 
@@ -57,14 +58,14 @@ def mensagens() -> dict[int, Any]:
 
 def tentativa_velha_nao_escreve(velha: Tentativa) -> list[Any]:
     return [
-        services.batimento(tentativa=velha),
-        services.registrar_progresso(
+        ciclo.batimento(tentativa=velha),
+        ciclo.registrar_progresso(
             tentativa=velha, progresso=50, partes=[1], feitas=1, parcial={}
         ),
-        services.concluir(tentativa=velha, resultado={"velho": 1}, validade_s=60),
-        services.falhar(tentativa=velha, erro="velho", detalhe=None),
-        services.adiar(tentativa=velha, erro="velho", detalhe=None),
-        services.devolver(tentativa=velha),
+        ciclo.concluir(tentativa=velha, resultado={"velho": 1}, validade_s=60),
+        ciclo.falhar(tentativa=velha, erro="velho", detalhe=None),
+        ciclo.adiar(tentativa=velha, erro="velho", detalhe=None),
+        ciclo.devolver(tentativa=velha),
     ]
 
 
@@ -80,16 +81,16 @@ def historico(job_id: int) -> list[tuple[int, str | None, str | None]]:
 @pytest.mark.django_db
 def test_historico_guarda_cada_tentativa_e_como_acabou(tenant: Tenant) -> None:
     job_id = submeter(tenant)
-    primeira = services.reivindicar(job_id=job_id, trabalhador="host-a:11")
-    services.adiar(tentativa=primeira.tentativa, erro="caiu a conexão", detalhe=None)
+    primeira = ciclo.reivindicar(job_id=job_id, trabalhador="host-a:11")
+    ciclo.adiar(tentativa=primeira.tentativa, erro="caiu a conexão", detalhe=None)
     RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
     reivindicar(job_id)
     envelhecer_batimento(job_id)
-    services.varrer()
+    varredura.varrer()
     RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
     terceira = reivindicar(job_id)
     aberta = RelatorioTentativa.objects.get(job_id=job_id, numero=3)
-    services.concluir(tentativa=terceira, resultado={}, validade_s=60)
+    ciclo.concluir(tentativa=terceira, resultado={}, validade_s=60)
 
     assert historico(job_id) == [
         (1, Desfecho.ADIADO, "caiu a conexão"),
@@ -107,7 +108,7 @@ def test_historico_guarda_cada_tentativa_e_como_acabou(tenant: Tenant) -> None:
 def test_historico_registra_a_intervencao_do_suporte(tenant: Tenant) -> None:
     job_id = submeter(tenant)
     reivindicar(job_id)
-    services.marcar_como_falhou(job_id=job_id, motivo="dados corrompidos")
+    suporte.marcar_como_falhou(job_id=job_id, motivo="dados corrompidos")
     assert historico(job_id) == [(1, Desfecho.INTERROMPIDO, "dados corrompidos")]
 
 
@@ -116,7 +117,7 @@ def test_depois_da_varredura_a_tentativa_antiga_nao_muda_nada(tenant: Tenant) ->
     job_id = submeter(tenant)
     velha = reivindicar(job_id)
     envelhecer_batimento(job_id)
-    services.varrer()
+    varredura.varrer()
     RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
     nova = reivindicar(job_id)
 
@@ -128,7 +129,7 @@ def test_depois_da_varredura_a_tentativa_antiga_nao_muda_nada(tenant: Tenant) ->
         None,
         False,
     ]
-    assert services.concluir(tentativa=nova, resultado={"novo": 1}, validade_s=60)
+    assert ciclo.concluir(tentativa=nova, resultado={"novo": 1}, validade_s=60)
     job = helpers.job(job_id)
     assert (job.status, job.resultado, job.tentativas) == (
         Status.PRONTO,
@@ -145,7 +146,7 @@ def test_job_recomecado_cerca_o_worker_antigo_mesmo_com_o_mesmo_numero(
     # let the old worker write into the new run; the claim timestamp does not.
     job_id = submeter(tenant)
     velha = reivindicar(job_id)
-    assert services.marcar_como_falhou(job_id=job_id, motivo="suporte").feita
+    assert suporte.marcar_como_falhou(job_id=job_id, motivo="suporte").feita
     submeter(tenant)
     nova = reivindicar(job_id)
 
@@ -158,7 +159,7 @@ def test_job_recomecado_cerca_o_worker_antigo_mesmo_com_o_mesmo_numero(
         None,
         False,
     ]
-    assert services.batimento(tentativa=nova)
+    assert ciclo.batimento(tentativa=nova)
 
 
 @pytest.mark.django_db
@@ -168,15 +169,15 @@ def test_orfao_volta_para_pendente_com_mensagem_atrasada(tenant: Tenant) -> None
     OrmQ.objects.all().delete()
     envelhecer_batimento(job_id)
 
-    varredura = services.varrer()
+    feita = varredura.varrer()
 
     job = helpers.job(job_id)
-    assert varredura.orfaos_devolvidos == 1
+    assert feita.orfaos_devolvidos == 1
     assert job.status == Status.PENDENTE
     assert job.erro == "o worker parou de responder"
     assert job.proxima_tentativa_em > timezone.now()
     assert mensagens() == {job_id: job.proxima_tentativa_em}
-    assert services.reivindicar(job_id=job_id) is None  # not due yet
+    assert ciclo.reivindicar(job_id=job_id) is None  # not due yet
 
 
 @pytest.mark.django_db
@@ -187,10 +188,10 @@ def test_orfao_na_ultima_tentativa_falha_dizendo_por_que(tenant: Tenant) -> None
     RelatorioJob.objects.filter(pk=job_id).update(tentativas=2)
     envelhecer_batimento(job_id)
 
-    varredura = services.varrer()
+    feita = varredura.varrer()
 
     job = helpers.job(job_id)
-    assert varredura.orfaos_falhos == 1
+    assert feita.orfaos_falhos == 1
     assert job.status == Status.FALHOU
     assert job.erro == "o worker parou de responder (após 2 tentativas)"
     assert job.concluido_em is not None
@@ -202,8 +203,8 @@ def test_batimento_recente_nao_e_orfao(tenant: Tenant) -> None:
     tentativa = reivindicar(job_id)
     envelhecer_batimento(job_id, segundos=30)
 
-    assert services.varrer().orfaos_devolvidos == 0
-    assert services.batimento(tentativa=tentativa)
+    assert varredura.varrer().orfaos_devolvidos == 0
+    assert ciclo.batimento(tentativa=tentativa)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -217,12 +218,12 @@ def test_varreduras_simultaneas_devolvem_cada_orfao_uma_vez(tenant: Tenant) -> N
     )
     OrmQ.objects.all().delete()
     barreira = threading.Barrier(4)
-    resultados: list[services.Varredura] = []
+    resultados: list[varredura.Varredura] = []
 
     def varrer() -> None:
         barreira.wait()
         try:
-            resultados.append(services.varrer())
+            resultados.append(varredura.varrer())
         finally:
             connection.close()
 
@@ -244,9 +245,7 @@ def test_falha_transitoria_e_adiada_com_backoff_ate_o_maximo(tenant: Tenant) -> 
     for numero in (1, 2):
         tentativa = reivindicar(job_id)
         assert tentativa.numero == numero
-        assert (
-            services.adiar(tentativa=tentativa, erro="caiu", detalhe="tb") == "pendente"
-        )
+        assert ciclo.adiar(tentativa=tentativa, erro="caiu", detalhe="tb") == "pendente"
         job = helpers.job(job_id)
         assert (job.status, job.erro) == (Status.PENDENTE, "caiu")
         assert mensagens() == {job_id: job.proxima_tentativa_em}
@@ -254,7 +253,7 @@ def test_falha_transitoria_e_adiada_com_backoff_ate_o_maximo(tenant: Tenant) -> 
         RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
     ultima = reivindicar(job_id)
 
-    assert services.adiar(tentativa=ultima, erro="caiu", detalhe="tb") == "falhou"
+    assert ciclo.adiar(tentativa=ultima, erro="caiu", detalhe="tb") == "falhou"
     job = helpers.job(job_id)
     assert (job.status, job.erro, job.tentativas) == (
         Status.FALHOU,
@@ -271,7 +270,7 @@ def test_falha_transitoria_e_adiada_com_backoff_ate_o_maximo(tenant: Tenant) -> 
 def test_atraso_cresce_exponencialmente_com_jitter_e_teto(
     numero: int, minimo: float, maximo: float
 ) -> None:
-    atrasos = {services.atraso_de_retentativa(numero) for _ in range(50)}
+    atrasos = {ciclo.atraso_de_retentativa(numero) for _ in range(50)}
     assert all(minimo <= a <= maximo for a in atrasos)
     assert len(atrasos) > 1 or minimo == maximo
 
@@ -281,7 +280,7 @@ def test_devolver_nao_gasta_tentativa_e_guarda_o_checkpoint(tenant: Tenant) -> N
     job_id = submeter(tenant)
     OrmQ.objects.all().delete()
     tentativa = reivindicar(job_id)
-    services.registrar_progresso(
+    ciclo.registrar_progresso(
         tentativa=tentativa,
         progresso=50,
         partes=["a", "b"],
@@ -289,13 +288,13 @@ def test_devolver_nao_gasta_tentativa_e_guarda_o_checkpoint(tenant: Tenant) -> N
         parcial={"x": 1},
     )
 
-    assert services.devolver(tentativa=tentativa)
+    assert ciclo.devolver(tentativa=tentativa)
 
     job = helpers.job(job_id)
     assert (job.status, job.tentativas, job.progresso) == (Status.PENDENTE, 0, 50)
     assert job.checkpoint == {"partes": ["a", "b"], "feitas": 1}
     assert set(mensagens()) == {job_id}
-    retomado = services.reivindicar(job_id=job_id)
+    retomado = ciclo.reivindicar(job_id=job_id)
     assert retomado is not None
     assert retomado.checkpoint == {"partes": ["a", "b"], "parciais": [{"x": 1}]}
 
@@ -309,7 +308,7 @@ def test_checkpoint_acumula_as_partes_em_linhas_proprias(tenant: Tenant) -> None
     grande = {"linhas": [[f"loja {i}", str(i * 1.5)] for i in range(2000)]}
     tamanhos = []
     for feitas in (1, 2, 3):
-        assert services.registrar_progresso(
+        assert ciclo.registrar_progresso(
             tentativa=tentativa,
             progresso=25 * feitas,
             partes=[0, 1, 2, 3],
@@ -334,12 +333,12 @@ def test_checkpoint_acumula_as_partes_em_linhas_proprias(tenant: Tenant) -> None
     ] == [1, 2, 3]
 
     # The next attempt gets them back in order; finishing deletes them.
-    assert services.devolver(tentativa=tentativa)
-    retomado = services.reivindicar(job_id=job_id)
+    assert ciclo.devolver(tentativa=tentativa)
+    retomado = ciclo.reivindicar(job_id=job_id)
     assert retomado is not None
     assert retomado.checkpoint is not None
     assert [p["i"] for p in retomado.checkpoint["parciais"]] == [1, 2, 3]
-    assert services.concluir(tentativa=retomado.tentativa, resultado={}, validade_s=60)
+    assert ciclo.concluir(tentativa=retomado.tentativa, resultado={}, validade_s=60)
     assert not RelatorioParcial.objects.filter(job_id=job_id).exists()
 
 
@@ -348,7 +347,7 @@ def test_checkpoint_incompleto_nao_e_retomado(tenant: Tenant) -> None:
     job_id = submeter(tenant)
     tentativa = reivindicar(job_id)
     for feitas in (1, 2):
-        services.registrar_progresso(
+        ciclo.registrar_progresso(
             tentativa=tentativa,
             progresso=feitas * 33,
             partes=[0, 1, 2],
@@ -356,9 +355,9 @@ def test_checkpoint_incompleto_nao_e_retomado(tenant: Tenant) -> None:
             parcial={"i": feitas},
         )
     RelatorioParcial.objects.filter(job_id=job_id, parte=0).delete()
-    assert services.devolver(tentativa=tentativa)
+    assert ciclo.devolver(tentativa=tentativa)
 
-    retomado = services.reivindicar(job_id=job_id)
+    retomado = ciclo.reivindicar(job_id=job_id)
 
     assert retomado is not None
     assert retomado.checkpoint is None
@@ -368,12 +367,12 @@ def test_checkpoint_incompleto_nao_e_retomado(tenant: Tenant) -> None:
 def test_falhar_apaga_os_resultados_parciais(tenant: Tenant) -> None:
     job_id = submeter(tenant)
     tentativa = reivindicar(job_id)
-    services.registrar_progresso(
+    ciclo.registrar_progresso(
         tentativa=tentativa, progresso=50, partes=[0, 1], feitas=1, parcial={}
     )
     assert RelatorioParcial.objects.filter(job_id=job_id).exists()
 
-    assert services.falhar(tentativa=tentativa, erro="x", detalhe=None)
+    assert ciclo.falhar(tentativa=tentativa, erro="x", detalhe=None)
 
     assert not RelatorioParcial.objects.filter(job_id=job_id).exists()
 
@@ -392,7 +391,7 @@ def test_so_duas_vagas_por_tenant_e_a_terceira_espera_sem_mensagem(
     reivindicar(ids[1])
     reivindicar(de_outro)
 
-    assert services.concluir(tentativa=primeira, resultado={}, validade_s=60)
+    assert ciclo.concluir(tentativa=primeira, resultado={}, validade_s=60)
 
     assert ids[2] in mensagens()
     assert helpers.job(ids[2]).enfileirado_em is not None
@@ -407,7 +406,7 @@ def test_reivindicacao_acima_do_limite_e_recusada_e_o_job_espera_vaga(
     reivindicar(a)
     RelatorioJob.objects.filter(pk=b).update(enfileirado_em=timezone.now())
 
-    assert services.reivindicar(job_id=b) is None
+    assert ciclo.reivindicar(job_id=b) is None
     assert helpers.job(b).status == Status.PENDENTE
     assert helpers.job(b).enfileirado_em is None
 
@@ -425,7 +424,7 @@ def test_reivindicacoes_simultaneas_respeitam_o_limite_do_tenant(
     def tentar(job_id: int) -> None:
         barreira.wait()
         try:
-            if services.reivindicar(job_id=job_id) is not None:
+            if ciclo.reivindicar(job_id=job_id) is not None:
                 ganhos.append(job_id)
         finally:
             connection.close()
@@ -450,7 +449,7 @@ def test_acima_do_limite_de_pendentes_pedido_novo_e_recusado(
 
     with pytest.raises(LimiteDePendentes):
         submeter(tenant, 4)
-    repetido = services.submeter(
+    repetido = pedidos.submeter(
         tenant_id=tenant.pk,
         tipo="vendas",
         params_brutos={"inicio": "2026-01-01", "fim": "2026-01-02"},
@@ -497,12 +496,12 @@ def test_mensagem_perdida_e_reposta_e_a_presente_nao(tenant: Tenant) -> None:
         pk__in=[m.pk for m in OrmQ.objects.all() if m.task["args"][0] == perdido]
     ).delete()
 
-    assert services.varrer().reenfileirados == 1
+    assert varredura.varrer().reenfileirados == 1
 
     assert sorted(m.task["args"][0] for m in OrmQ.objects.all()) == sorted(
         [perdido, presente]
     )
-    assert services.varrer().reenfileirados == 0
+    assert varredura.varrer().reenfileirados == 0
 
 
 @pytest.mark.django_db
@@ -521,7 +520,7 @@ def test_reexecutar_so_falhou_travado_ou_expirado(tenant: Tenant) -> None:
         )
 
     feitos = {
-        j: services.reexecutar(job_id=j).feita
+        j: suporte.reexecutar(job_id=j).feita
         for j in (falhou, travado, expirado, valido, pendente)
     }
 
@@ -540,7 +539,7 @@ def test_reexecutar_so_falhou_travado_ou_expirado(tenant: Tenant) -> None:
             None,
             None,
         )
-    assert services.reexecutar(job_id=987654).motivo == "job não encontrado"
+    assert suporte.reexecutar(job_id=987654).motivo == "job não encontrado"
 
 
 @pytest.mark.django_db
@@ -548,9 +547,9 @@ def test_reexecutar_cerca_o_worker_travado(tenant: Tenant) -> None:
     job_id = submeter(tenant)
     velha = reivindicar(job_id)
     envelhecer_batimento(job_id)
-    assert services.reexecutar(job_id=job_id).feita
+    assert suporte.reexecutar(job_id=job_id).feita
     reivindicar(job_id)
-    assert not services.concluir(tentativa=velha, resultado={"velho": 1}, validade_s=60)
+    assert not ciclo.concluir(tentativa=velha, resultado={"velho": 1}, validade_s=60)
 
 
 @pytest.mark.django_db
@@ -559,7 +558,7 @@ def test_reexecutar_respeita_o_limite_de_pendentes(tenant: Tenant) -> None:
     falhou = submeter(tenant, 1)
     RelatorioJob.objects.filter(pk=falhou).update(status=Status.FALHOU)
     submeter(tenant, 2)
-    acao = services.reexecutar(job_id=falhou)
+    acao = suporte.reexecutar(job_id=falhou)
     assert not acao.feita
     assert "limite" in acao.motivo
     assert helpers.job(falhou).status == Status.FALHOU
@@ -569,24 +568,24 @@ def test_reexecutar_respeita_o_limite_de_pendentes(tenant: Tenant) -> None:
 def test_marcar_como_falhou_exige_motivo_e_cerca_o_worker(tenant: Tenant) -> None:
     job_id = submeter(tenant)
     tentativa = reivindicar(job_id)
-    assert not services.marcar_como_falhou(job_id=job_id, motivo="  ").feita
-    assert services.marcar_como_falhou(job_id=job_id, motivo="dados corrompidos").feita
-    assert not services.concluir(tentativa=tentativa, resultado={}, validade_s=60)
+    assert not suporte.marcar_como_falhou(job_id=job_id, motivo="  ").feita
+    assert suporte.marcar_como_falhou(job_id=job_id, motivo="dados corrompidos").feita
+    assert not ciclo.concluir(tentativa=tentativa, resultado={}, validade_s=60)
     job = helpers.job(job_id)
     assert (job.status, job.erro) == (Status.FALHOU, "dados corrompidos")
     assert job.erro_detalhe == "marcado como falhou pelo suporte"
     assert job.checkpoint is None
-    assert not services.marcar_como_falhou(job_id=job_id, motivo="de novo").feita
+    assert not suporte.marcar_como_falhou(job_id=job_id, motivo="de novo").feita
 
 
 @pytest.mark.django_db
 def test_expirar_resultado_faz_o_proximo_pedido_recalcular(tenant: Tenant) -> None:
     job_id = submeter(tenant)
     tentativa = reivindicar(job_id)
-    services.concluir(tentativa=tentativa, resultado={"a": 1}, validade_s=3600)
-    assert services.expirar_resultado(job_id=job_id).feita
-    assert not services.expirar_resultado(job_id=job_id).feita
-    assert services.submeter(
+    ciclo.concluir(tentativa=tentativa, resultado={"a": 1}, validade_s=3600)
+    assert suporte.expirar_resultado(job_id=job_id).feita
+    assert not suporte.expirar_resultado(job_id=job_id).feita
+    assert pedidos.submeter(
         tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
     ).criado
 

@@ -12,17 +12,17 @@ from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
-from relatorios import normalizacao, services
+from relatorios.jobs import pedidos, vagas
 from relatorios.models import RelatorioJob, Status, Tenant
-from relatorios.normalizacao import ErroDeParametro
-from relatorios.tipos import TipoDesconhecido
+from relatorios.tipos import TipoDesconhecido, normalizacao
+from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers, processos
 
 PEDIDO = {"inicio": "2026-01-01", "fim": "2026-01-31"}
 
 
 def submeter(tenant: Tenant, params: Any = PEDIDO, tipo: str = "vendas") -> Any:
-    return services.submeter(
+    return pedidos.submeter(
         tenant_id=tenant.pk, tipo=tipo, params_brutos=params, usuario_id=None
     )
 
@@ -212,10 +212,10 @@ def test_mensagem_do_submit_e_a_do_async_task(tenant: Tenant) -> None:
     submissao = submeter(tenant)
     escrita = OrmQ.objects.get()
     async_task(
-        services.TAREFA,
+        vagas.TAREFA,
         submissao.job.id,
         task_name=f"relatorio-{submissao.job.id}",
-        q_options={"timeout": services._timeout_da_tarefa("vendas")},
+        q_options={"timeout": vagas.timeout_da_tarefa("vendas")},
     )
     referencia = OrmQ.objects.exclude(pk=escrita.pk).get()
     nossa, deles = escrita.task, referencia.task
@@ -230,7 +230,7 @@ def test_mensagem_do_submit_e_a_do_async_task(tenant: Tenant) -> None:
 def test_limite_de_pendentes_nao_grava_nada(tenant: Tenant, settings: Any) -> None:
     settings.RELATORIOS_MAX_PENDENTES_POR_TENANT = 1
     primeiro = submeter(tenant)
-    with pytest.raises(services.LimiteDePendentes):
+    with pytest.raises(pedidos.LimiteDePendentes):
         submeter(tenant, {"inicio": "2026-02-01", "fim": "2026-02-28"})
     assert list(RelatorioJob.objects.values_list("id", flat=True)) == [primeiro.job.id]
     assert mensagens() == [primeiro.job.id]

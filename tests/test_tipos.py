@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from relatorios import execucao, tipos
+from relatorios import tipos
+from relatorios.jobs import execucao
 from relatorios.models import Tenant
 from relatorios.tipos.base import Contexto
 from tests import helpers

@@ -12,7 +12,8 @@ import pytest
 from django.conf import settings
 from django_q.models import OrmQ
 
-from relatorios import execucao, services, tipos
+from relatorios import tipos
+from relatorios.jobs import execucao, pedidos, vagas
 from relatorios.models import RelatorioJob, Status, Tenant
 from relatorios.tipos.base import Contexto
 from tests import helpers
@@ -24,7 +25,7 @@ UTC = ZoneInfo("UTC")
 
 
 def submeter(tenant: Tenant, tipo: str, params: dict[str, Any]) -> int:
-    return services.submeter(
+    return pedidos.submeter(
         tenant_id=tenant.pk, tipo=tipo, params_brutos=params, usuario_id=None
     ).job.id
 
@@ -110,7 +111,7 @@ def test_segunda_entrega_da_mesma_mensagem_nao_executa_de_novo(
     job_id = submeter(
         tenant, "teste_lento", {"inicio": "2026-01-01", "fim": "2026-01-31"}
     )
-    services._enfileirar(job_id=job_id, tipo="teste_lento")
+    vagas.enfileirar(job_id=job_id, tipo="teste_lento")
     assert OrmQ.objects.count() == 2
     cluster(RELATORIOS_WORKERS="2")
 

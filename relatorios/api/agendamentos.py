@@ -16,13 +16,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from relatorios import agendamentos
+from relatorios.agendamentos import agenda
 from relatorios.api import esquema
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.api.serializers import SerializerDeSaida
-from relatorios.consultas import ID_MAXIMO
+from relatorios.jobs.consultas import ID_MAXIMO
 from relatorios.models import Agendamento, Alerta, Ocorrencia
-from relatorios.normalizacao import ErroDeParametro
+from relatorios.tipos.normalizacao import ErroDeParametro
 
 CAMPOS_DE_CRIACAO = (
     "nome",
@@ -103,8 +103,7 @@ def _detalhe(agendamento: Agendamento) -> dict[str, Any]:
     corpo = dict(AgendamentoSerializer(agendamento).data)
     # The same format as every other timestamp in the body (DRF's, with "Z").
     corpo["proximos_disparos"] = [
-        _INSTANTE.to_representation(d)
-        for d in agendamentos.proximos_disparos(agendamento, 3)
+        _INSTANTE.to_representation(d) for d in agenda.proximos_disparos(agendamento, 3)
     ]
     recentes = Ocorrencia.objects.filter(agendamento=agendamento).order_by(
         "-planejado_para"
@@ -141,7 +140,7 @@ class Agendamentos(APIView):
         tipo = corpo["tipo"]
         if not isinstance(tipo, str):
             raise ErroDeParametro("tipo", "deve ser um texto")
-        agendamento = agendamentos.criar(
+        agendamento = agenda.criar(
             tenant_id=tenant_do_pedido(request),
             tipo=tipo,
             periodo=corpo["periodo"],
@@ -174,9 +173,7 @@ class DetalheDoAgendamento(APIView):
     @esquema.excluir_agendamento
     def delete(self, request: Request, agendamento_id: int) -> Response:
         agendamento = _agendamento(request, agendamento_id)
-        agendamentos.excluir(
-            agendamento_id=agendamento.pk, tenant_id=agendamento.tenant_id
-        )
+        agenda.excluir(agendamento_id=agendamento.pk, tenant_id=agendamento.tenant_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -186,9 +183,7 @@ class PausarAgendamento(APIView):
     @esquema.pausar_agendamento
     def post(self, request: Request, agendamento_id: int) -> Response:
         agendamento = _agendamento(request, agendamento_id)
-        agendamentos.pausar(
-            agendamento_id=agendamento.pk, tenant_id=agendamento.tenant_id
-        )
+        agenda.pausar(agendamento_id=agendamento.pk, tenant_id=agendamento.tenant_id)
         return Response(_detalhe(_agendamento(request, agendamento_id)))
 
 
@@ -198,9 +193,7 @@ class RetomarAgendamento(APIView):
     @esquema.retomar_agendamento
     def post(self, request: Request, agendamento_id: int) -> Response:
         agendamento = _agendamento(request, agendamento_id)
-        agendamentos.retomar(
-            agendamento_id=agendamento.pk, tenant_id=agendamento.tenant_id
-        )
+        agenda.retomar(agendamento_id=agendamento.pk, tenant_id=agendamento.tenant_id)
         return Response(_detalhe(_agendamento(request, agendamento_id)))
 
 

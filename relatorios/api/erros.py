@@ -18,11 +18,11 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from relatorios import metricas
 from relatorios.api.entrada import CorpoInvalido, e_da_api
-from relatorios.normalizacao import ErroDeParametro
-from relatorios.services import LimiteDePendentes
+from relatorios.jobs.pedidos import LimiteDePendentes
+from relatorios.operacao import metricas
 from relatorios.tipos import TipoDesconhecido
+from relatorios.tipos.normalizacao import ErroDeParametro
 
 logger = logging.getLogger(__name__)
 

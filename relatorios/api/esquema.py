@@ -35,7 +35,7 @@ from rest_framework import serializers
 from relatorios import tipos
 from relatorios.models import Evento, Periodo, Recuperacao, Status
 from relatorios.models.agendamentos import EstadoOcorrencia
-from relatorios.normalizacao import CODIGO_LOJA_MAX
+from relatorios.tipos.normalizacao import CODIGO_LOJA_MAX
 
 # --- Authentication -----------------------------------------------------------------
 

@@ -1,32 +1,19 @@
 from __future__ import annotations
 
-from django.urls import path, register_converter
+from django.urls import path
 
-from relatorios.api import agendamentos, views, webhooks
+from relatorios.api import agendamentos, jobs, webhooks
 
-
-class IdDeJob:
-    """Digits only; the range check (bigint) is the tenant-scoped lookup's."""
-
-    regex = "[0-9]{1,20}"
-
-    def to_python(self, valor: str) -> int:
-        return int(valor)
-
-    def to_url(self, valor: int) -> str:
-        return str(valor)
-
-
-register_converter(IdDeJob, "job")
+# `<job:...>` is the project-wide converter registered in config/urls.py.
 
 # Seed 000's paths have no trailing slash; one is accepted too, without a
 # redirect (a redirected POST loses its body in many clients).
 urlpatterns = [
-    path("relatorios/jobs/<job:job_id>", views.StatusDoJob.as_view(), name="job"),
-    path("relatorios/jobs/<job:job_id>/", views.StatusDoJob.as_view()),
+    path("relatorios/jobs/<job:job_id>", jobs.StatusDoJob.as_view(), name="job"),
+    path("relatorios/jobs/<job:job_id>/", jobs.StatusDoJob.as_view()),
     path(
         "relatorios/jobs/<job:job_id>/resultado.csv",
-        views.ResultadoCsv.as_view(),
+        jobs.ResultadoCsv.as_view(),
         name="resultado_csv",
     ),
     # Before the `<tipo>` catch-all: these names are not report types.
@@ -66,6 +53,6 @@ urlpatterns = [
         name="webhook",
     ),
     path("relatorios/webhooks/<job:webhook_id>/", webhooks.WebhookDoTenant.as_view()),
-    path("relatorios/<slug:tipo>", views.SubmeterRelatorio.as_view(), name="submeter"),
-    path("relatorios/<slug:tipo>/", views.SubmeterRelatorio.as_view()),
+    path("relatorios/<slug:tipo>", jobs.SubmeterRelatorio.as_view(), name="submeter"),
+    path("relatorios/<slug:tipo>/", jobs.SubmeterRelatorio.as_view()),
 ]

@@ -6,17 +6,16 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.http import Http404
-from django.shortcuts import get_object_or_404
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from relatorios import consultas, notificacoes
 from relatorios.api import esquema
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.models import Webhook
-from relatorios.normalizacao import ErroDeParametro
+from relatorios.notificacoes import webhooks
+from relatorios.tipos.normalizacao import ErroDeParametro
 
 CAMPOS_DE_ENTRADA = ("url", "eventos")
 
@@ -47,7 +46,7 @@ class Webhooks(APIView):
     @esquema.criar_webhook
     def post(self, request: Request) -> Response:
         dados = _objeto(request.data)
-        webhook = notificacoes.registrar_webhook(
+        webhook = webhooks.registrar_webhook(
             tenant_id=tenant_do_pedido(request),
             url=dados.get("url"),
             eventos=dados.get("eventos"),
@@ -65,7 +64,7 @@ class WebhookDoTenant(APIView):
 
     @esquema.ver_webhook
     def get(self, request: Request, webhook_id: int) -> Response:
-        webhook = webhook_do_tenant(
+        webhook = webhooks.webhook_do_tenant(
             tenant_id=tenant_do_pedido(request), webhook_id=webhook_id
         )
         return Response(WebhookSerializer(webhook).data)
@@ -73,17 +72,10 @@ class WebhookDoTenant(APIView):
     @esquema.excluir_webhook
     def delete(self, request: Request, webhook_id: int) -> Response:
         tenant_id = tenant_do_pedido(request)
-        webhook = webhook_do_tenant(tenant_id=tenant_id, webhook_id=webhook_id)
-        if not notificacoes.remover_webhook(tenant_id=tenant_id, webhook_id=webhook.pk):
+        webhook = webhooks.webhook_do_tenant(tenant_id=tenant_id, webhook_id=webhook_id)
+        if not webhooks.remover_webhook(tenant_id=tenant_id, webhook_id=webhook.pk):
             raise Http404  # removed by a concurrent request
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-def webhook_do_tenant(*, tenant_id: int, webhook_id: int) -> Webhook:
-    """The one tenant-scoped read: another tenant's webhook is a 404, never a 403."""
-    if webhook_id > consultas.ID_MAXIMO:
-        raise Http404
-    return get_object_or_404(Webhook, pk=webhook_id, tenant_id=tenant_id)
 
 
 def _objeto(dados: Any) -> Mapping[str, Any]:

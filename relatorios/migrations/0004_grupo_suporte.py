@@ -14,13 +14,13 @@ PERMISSOES = (
 
 def criar_grupo(apps, schema_editor):
     # The same function the tests and `make run` use, on the historical models.
-    from relatorios.suporte import criar_grupo_suporte
+    from relatorios.models.permissoes import criar_grupo_suporte
 
     criar_grupo_suporte(apps, PERMISSOES)
 
 
 def apagar_grupo(apps, schema_editor):
-    from relatorios.suporte import GRUPO_SUPORTE
+    from relatorios.models.permissoes import GRUPO_SUPORTE
 
     apps.get_model('auth', 'Group').objects.filter(name=GRUPO_SUPORTE).delete()
 

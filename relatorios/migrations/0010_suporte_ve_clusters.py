@@ -18,13 +18,13 @@ PERMISSOES = (*ANTES, ('relatorios', 'view_cluster'))
 
 
 def ampliar_grupo(apps, schema_editor):
-    from relatorios.suporte import criar_grupo_suporte
+    from relatorios.models.permissoes import criar_grupo_suporte
 
     criar_grupo_suporte(apps, PERMISSOES)
 
 
 def reduzir_grupo(apps, schema_editor):
-    from relatorios.suporte import criar_grupo_suporte
+    from relatorios.models.permissoes import criar_grupo_suporte
 
     criar_grupo_suporte(apps, ANTES)
 

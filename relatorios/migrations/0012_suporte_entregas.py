@@ -24,13 +24,13 @@ PERMISSOES = (
 
 
 def ampliar_grupo(apps, schema_editor):
-    from relatorios.suporte import criar_grupo_suporte
+    from relatorios.models.permissoes import criar_grupo_suporte
 
     criar_grupo_suporte(apps, PERMISSOES)
 
 
 def reduzir_grupo(apps, schema_editor):
-    from relatorios.suporte import criar_grupo_suporte
+    from relatorios.models.permissoes import criar_grupo_suporte
 
     criar_grupo_suporte(apps, ANTES)
 

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 
+from relatorios.banco.comum import json_do_banco
 from relatorios.models.tenants import Tenant
 
 
@@ -250,3 +252,30 @@ class RelatorioParcial(models.Model):
 
     def __str__(self) -> str:
         return f"job {self.job_id} parte {self.parte}"
+
+
+def linhas_do_resultado(
+    job: RelatorioJob, *, limite: int | None = None, lote: int = 2000
+) -> Iterator[dict[str, Any]]:
+    """The result's lines one by one, through a server-side cursor: a CSV of
+    a hundred thousand lines streams without the whole result in memory.
+
+    `job` comes from a tenant-scoped read (jobs.consultas.job_do_tenant)."""
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT linha
+              FROM relatorio_jobs,
+                   jsonb_array_elements(
+                       CASE WHEN jsonb_typeof(resultado -> 'linhas') = 'array'
+                            THEN resultado -> 'linhas' ELSE '[]'::jsonb END
+                   ) WITH ORDINALITY AS l(linha, n)
+             WHERE id = %s AND tenant_id = %s
+             ORDER BY n
+             LIMIT %s
+            """,
+            [job.pk, job.tenant_id, limite],
+        )
+        while linhas := cursor.fetchmany(lote):
+            for (linha,) in linhas:
+                yield json_do_banco(linha)

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 from django.conf import settings
 from django.db.backends.utils import CursorWrapper
 
-from relatorios import normalizacao
+from relatorios.tipos import normalizacao
 
 Parte = dict[str, Any]
 Parcial = dict[str, Any]

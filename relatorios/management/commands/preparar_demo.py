@@ -8,7 +8,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from relatorios.models import Tenant, Usuario, Venda
-from relatorios.suporte import criar_grupo_suporte
+from relatorios.models.permissoes import criar_grupo_suporte
 
 TENANT = "Rede Demo"
 GERENTE, SENHA_GERENTE = "gerente", "gerente123"

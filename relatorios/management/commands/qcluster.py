@@ -3,16 +3,16 @@
 It replaces django_q's command of the same name (this app is listed first),
 so no deployment can run a cluster without them:
 
-- the sweep (`services.varrer`) every RELATORIOS_VARREDURA_S, from the
+- the sweep (`varredura.varrer`) every RELATORIOS_VARREDURA_S, from the
   cluster's main process. django-q2's scheduler only looks about every 30 s
   and per minute, too coarse; a loop in the cluster is restarted with it, and
   any number of copies is safe because every step is a guarded UPDATE.
 - a graceful stop: on SIGTERM/SIGINT the workers take no new job (SIGUSR2),
   running jobs get RELATORIOS_DESLIGAMENTO_S to finish, then are handed back
   to pendente at once (SIGUSR1) instead of waiting for the orphan timeout.
-- the schedules' firing (`agendamentos.disparar`) and the absence checker
+- the schedules' firing (`agenda.disparar`) and the absence checker
   (`alertas.verificar`) every RELATORIOS_AGENDADOR_S, and the notification
-  outbox's sweep (`notificacoes.varrer`); the retention of old jobs
+  outbox's sweep (`saida.varrer`); the retention of old jobs
   (`retencao.expurgar`) every RELATORIOS_EXPURGO_S;
 - metrics: with RELATORIOS_METRICAS_PORTA, the cluster serves its own
   (every process's counters plus the database gauges, relatorios/metricas.py)
@@ -47,16 +47,11 @@ from django import db
 from django.conf import settings
 from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
-from relatorios import (
-    agendamentos,
-    alertas,
-    clusters,
-    fila,
-    metricas,
-    notificacoes,
-    retencao,
-    services,
-)
+from relatorios.agendamentos import agenda, alertas
+from relatorios.fila import broker, clusters
+from relatorios.jobs import retencao, varredura
+from relatorios.notificacoes import saida
+from relatorios.operacao import metricas
 
 logger = logging.getLogger(__name__)
 
@@ -78,9 +73,9 @@ class Command(QclusterDoDjangoQ):
         signal.signal(signal.SIGUSR1, signal.SIG_IGN)
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
         # Registered before forking: the pusher names the messages it takes
-        # with this id from its very first dequeue (relatorios/fila.py).
+        # with this id from its very first dequeue (relatorios/fila/broker.py).
         cluster_id = clusters.registrar(**identidade())
-        fila.definir_cluster(cluster_id=cluster_id)
+        broker.definir_cluster(cluster_id=cluster_id)
         db.connections.close_all()
         cluster = Cluster()
         # Replaces the handlers Cluster() just installed: django-q2's calls
@@ -141,16 +136,16 @@ class Supervisor:
         # become visible before the sweep looks for lost ones.
         # The firing before the checker: a due occurrence is fired, not
         # recorded as unfired.
-        varredura = settings.RELATORIOS_VARREDURA_S
+        intervalo = settings.RELATORIOS_VARREDURA_S
         agendador = settings.RELATORIOS_AGENDADOR_S
         return [
-            Rotina("clusters mortos", varredura, clusters.declarar_mortos),
-            Rotina("varredura", varredura, services.varrer),
-            Rotina("agendador", agendador, agendamentos.disparar),
+            Rotina("clusters mortos", intervalo, clusters.declarar_mortos),
+            Rotina("varredura", intervalo, varredura.varrer),
+            Rotina("agendador", agendador, agenda.disparar),
             Rotina("verificador", agendador, self._verificar),
-            Rotina("entregas", varredura, notificacoes.varrer),
+            Rotina("entregas", intervalo, saida.varrer),
             Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
-            Rotina("métricas", varredura, metricas.esquecer_processos_mortos),
+            Rotina("métricas", intervalo, metricas.esquecer_processos_mortos),
         ]
 
     def servir_metricas(self) -> None:
@@ -278,7 +273,7 @@ class BatimentoDoCluster(threading.Thread):
         if clusters.bater(cluster_id=anterior):
             return
         novo = clusters.registrar(**identidade())
-        fila.definir_cluster(cluster_id=novo)
+        broker.definir_cluster(cluster_id=novo)
         self.supervisor.cluster_id = novo
         logger.warning(
             "cluster declarado morto por outro: registrado de novo",

@@ -1,0 +1,474 @@
+"""Support staff's view of schedules, their occurrences and absence alerts.
+
+As with jobs, no row here is written by a ModelForm: a schedule is created by
+`agenda.criar` (the same validation as the API and the pages, its error
+shown at its field), and pausing, resuming, "executar agora" and the soft
+delete are the services' guarded updates. A schedule's fields never change
+after creation (changing the cron is delete and create), occurrences and
+alerts are read-only, and every action is written to the admin log.
+
+Times are shown on the tenant's wall clock, where its crons are evaluated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import URLPattern, path, reverse
+from django.utils.html import format_html, format_html_join
+from django.views.decorators.http import require_POST
+
+from relatorios import tipos
+from relatorios.admin.comum import (
+    FiltroTipo,
+    Textos,
+    aplicar,
+    link_do_job,
+    local,
+    selecionados,
+)
+from relatorios.agendamentos import agenda
+from relatorios.agendamentos.entrada import (
+    AJUDA_DO_CRON,
+    CAMPOS_EQUIVALENTES,
+    separar_por_virgula,
+)
+from relatorios.jobs.suporte import Acao
+from relatorios.models import (
+    Agendamento,
+    Alerta,
+    EstadoOcorrencia,
+    Ocorrencia,
+    Periodo,
+    Recuperacao,
+    Tenant,
+)
+from relatorios.tipos.normalizacao import ErroDeParametro
+
+# Occurrences listed on a schedule's page (the full list is one link away).
+OCORRENCIAS_NA_PAGINA = 20
+
+
+def prazo_em_minutos(prazo: timedelta) -> str:
+    minutos = int(prazo.total_seconds()) // 60
+    if minutos % 60:
+        return f"{minutos} min"
+    return f"{minutos // 60} h"
+
+
+def situacao_do_alerta(alerta: Alerta | None) -> str:
+    if alerta is None:
+        return "—"
+    return "aberto" if alerta.aberto else "fechado"
+
+
+def alerta_de(ocorrencia: Ocorrencia) -> Alerta | None:
+    # The reverse one-to-one raises when there is no alert.
+    try:
+        return ocorrencia.alerta
+    except Alerta.DoesNotExist:
+        return None
+
+
+class AgendamentoAdminForm(forms.ModelForm):
+    """The add form. Its fields are the service's arguments, not the model's:
+    `clean` calls `agenda.criar`, which validates and inserts in one
+    step, so an ErroDeParametro can still be shown at its field; `save` only
+    hands back the row the service created."""
+
+    tenant = forms.ModelChoiceField(Tenant.objects.order_by("nome"), label="Tenant")
+    nome = forms.CharField(label="Nome", required=False, max_length=200)
+    tipo = forms.ChoiceField(
+        label="Tipo", choices=lambda: [(t, t) for t in sorted(tipos.registro())]
+    )
+    periodo = forms.ChoiceField(label="Período", choices=Periodo.choices)
+    cron = forms.CharField(
+        label="Cron",
+        help_text=f"{AJUDA_DO_CRON} Depois de criado o agendamento não muda: "
+        "para trocar o cron, exclua-o e crie outro.",
+        widget=forms.TextInput(attrs={"size": 30}),
+    )
+    prazo_minutos = forms.IntegerField(
+        label="Prazo (minutos)",
+        initial=180,
+        help_text="Depois do disparo; vencido sem o relatório pronto, abre um alerta.",
+    )
+    agrupar = forms.ChoiceField(
+        label="Agrupar", choices=[("dia", "por dia"), ("mes", "por mês")]
+    )
+    lojas = forms.CharField(
+        label="Lojas",
+        required=False,
+        help_text="Códigos separados por vírgula (L001, L002); vazio: todas.",
+    )
+    destinatarios = forms.CharField(
+        label="Destinatários",
+        required=False,
+        help_text="E-mails separados por vírgula.",
+        widget=forms.TextInput(attrs={"size": 60}),
+    )
+    recuperacao = forms.ChoiceField(
+        label="Recuperação",
+        choices=Recuperacao.choices,
+        initial=Recuperacao.ULTIMA,
+    )
+
+    # Set per request by AgendamentoAdmin.get_form (who created it).
+    usuario_id: int | None = None
+
+    class Meta:
+        model = Agendamento
+        fields: list[str] = []
+
+    def clean(self) -> dict[str, Any]:
+        dados = super().clean() or {}
+        if self.errors:
+            return dados
+        try:
+            self.criado = agenda.criar(
+                tenant_id=dados["tenant"].pk,
+                nome=dados["nome"],
+                tipo=dados["tipo"],
+                periodo=dados["periodo"],
+                cron=dados["cron"],
+                prazo=dados["prazo_minutos"],
+                agrupar=dados["agrupar"],
+                lojas=separar_por_virgula(dados["lojas"]),
+                destinatarios=separar_por_virgula(dados["destinatarios"]),
+                recuperacao=dados["recuperacao"],
+                usuario_id=self.usuario_id,
+            )
+        except ErroDeParametro as erro:
+            campo = CAMPOS_EQUIVALENTES.get(erro.campo, erro.campo)
+            self.add_error(campo if campo in self.fields else None, erro.mensagem)
+        return dados
+
+    def _post_clean(self) -> None:
+        # No instance is built from these fields: the service validated and
+        # created the row; the model's own checks would see an empty one.
+        pass
+
+    def save(self, commit: bool = True) -> Agendamento:
+        self.save_m2m = lambda: None  # type: ignore[method-assign]
+        return self.criado
+
+
+@dataclass(frozen=True)
+class AcaoDoAgendamento:
+    servico: Callable[..., bool]
+    textos: Textos
+    sem_efeito: str
+
+
+ACOES_DO_AGENDAMENTO = {
+    "pausar": AcaoDoAgendamento(
+        agenda.pausar,
+        Textos("pausar", "Agendamentos pausados", "pausado"),
+        "já estava pausado ou excluído",
+    ),
+    "retomar": AcaoDoAgendamento(
+        agenda.retomar,
+        Textos("retomar", "Agendamentos retomados", "retomado"),
+        "já estava ativo, ou foi excluído",
+    ),
+    "excluir": AcaoDoAgendamento(
+        agenda.excluir,
+        Textos("excluir", "Agendamentos excluídos", "excluído"),
+        "já estava excluído",
+    ),
+}
+
+
+@admin.register(Agendamento)
+class AgendamentoAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "tenant",
+        "nome",
+        "tipo",
+        "periodo",
+        "cron",
+        "prazo_curto",
+        "situacao",
+        "proximo_disparo_local",
+        "ultima_ocorrencia",
+    )
+    list_display_links = ("id", "nome")
+    list_filter = ("ativo", FiltroTipo, "tenant")
+    list_select_related = ("tenant",)
+    search_fields = ("nome", "tenant__nome")
+    search_help_text = "parte do nome do agendamento ou do tenant"
+    show_facets = admin.ShowFacets.NEVER
+    actions = ("pausar", "retomar", "excluir")
+    change_form_template = "admin/relatorios/agendamento/change_form.html"
+    campos_da_pagina = (
+        ("id", "situacao"),
+        ("tenant", "nome"),
+        ("tipo", "periodo", "agrupar"),
+        ("cron", "prazo_curto", "recuperacao"),
+        "lojas",
+        "destinatarios",
+        ("proximos_disparos", "criado_por"),
+        ("criado_em", "pausado_em", "excluido_em"),
+    )
+
+    # --- permissions: schedules are created and acted on, never edited or deleted
+    # by hand (excluir is the soft delete of the service) ---------------------------
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        ultima = Ocorrencia.objects.filter(agendamento=OuterRef("pk")).order_by(
+            "-planejado_para"
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(ultimo_estado=Subquery(ultima.values("estado")[:1]))
+        )
+
+    # --- columns -----------------------------------------------------------------
+
+    @admin.display(description="prazo", ordering="prazo")
+    def prazo_curto(self, agendamento: Agendamento) -> str:
+        return prazo_em_minutos(agendamento.prazo)
+
+    @admin.display(description="situação", ordering="ativo")
+    def situacao(self, agendamento: Agendamento) -> str:
+        if agendamento.excluido_em is not None:
+            return "excluído"
+        return "ativo" if agendamento.ativo else "pausado"
+
+    @admin.display(description="próximo disparo (fuso do tenant)")
+    def proximo_disparo_local(self, agendamento: Agendamento) -> str:
+        return local(agendamento.proximo_disparo, agendamento.tenant.fuso_horario)
+
+    @admin.display(description="última ocorrência")
+    def ultima_ocorrencia(self, agendamento: Agendamento) -> str:
+        estado = getattr(agendamento, "ultimo_estado", None)
+        return str(EstadoOcorrencia(estado).label) if estado else "—"
+
+    @admin.display(description="próximos disparos (fuso do tenant)")
+    def proximos_disparos(self, agendamento: Agendamento) -> str:
+        fuso = agendamento.tenant.fuso_horario
+        disparos = agenda.proximos_disparos(agendamento, 3)
+        if not disparos:
+            return "— (pausado)"
+        return f"{', '.join(local(d, fuso) for d in disparos)} ({fuso})"
+
+    @admin.display(description="últimas ocorrências")
+    def ultimas_ocorrencias(self, agendamento: Agendamento) -> str:
+        fuso = agendamento.tenant.fuso_horario
+        ocorrencias = list(
+            Ocorrencia.objects.filter(agendamento=agendamento)
+            .select_related("alerta")
+            .defer("params")
+            .order_by("-planejado_para")[:OCORRENCIAS_NA_PAGINA]
+        )
+        if not ocorrencias:
+            return "Nenhuma ainda."
+        linhas = format_html_join(
+            "",
+            "<tr><td><a href='{}'>{}</a></td><td>{}</td><td>{}</td><td>{}</td>"
+            "<td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    reverse("admin:relatorios_ocorrencia_change", args=[o.pk]),
+                    local(o.planejado_para, fuso),
+                    o.get_estado_display(),
+                    o.motivo or "—",
+                    link_do_job(o.job_id),
+                    local(o.prazo_em, fuso),
+                    situacao_do_alerta(alerta_de(o)),
+                )
+                for o in ocorrencias
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>planejada ({})</th><th>estado</th><th>motivo</th>"
+            "<th>job</th><th>prazo</th><th>alerta</th></tr></thead><tbody>{}</tbody>"
+            "</table><p><a href='{}?agendamento__id__exact={}'>Todas as "
+            "ocorrências deste agendamento</a></p>",
+            fuso,
+            linhas,
+            reverse("admin:relatorios_ocorrencia_changelist"),
+            agendamento.pk,
+        )
+
+    # --- add (through the service) and change (read-only, with buttons) -------------
+
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
+        if obj is None:
+            return type(
+                "AgendamentoAdminForm",
+                (AgendamentoAdminForm,),
+                {"usuario_id": request.user.pk},
+            )
+        return super().get_form(request, obj, change, **kwargs)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return [(None, {"fields": list(AgendamentoAdminForm.base_fields)})]
+        return [
+            (None, {"fields": self.campos_da_pagina}),
+            ("Ocorrências", {"fields": ("ultimas_ocorrencias",)}),
+        ]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ()
+        campos: list[str] = []
+        for linha in self.campos_da_pagina:
+            campos.extend([linha] if isinstance(linha, str) else linha)
+        return [*campos, "ultimas_ocorrencias"]
+
+    def save_model(
+        self, request: HttpRequest, obj: Any, form: Any, change: bool
+    ) -> None:
+        # Added: agenda.criar already inserted it (AgendamentoAdminForm.clean).
+        # Changed: never (change_view refuses POST).
+        if change:
+            raise PermissionDenied
+
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        if request.method == "POST":
+            # A ModelForm save would write every column back, racing the
+            # firing loop's guarded updates; changes are the actions only.
+            raise PermissionDenied
+        contexto = {
+            **(extra_context or {}),
+            "show_save": False,
+            "show_save_and_continue": False,
+            "show_save_and_add_another": False,
+            "show_delete": False,
+        }
+        agendamento = self.get_object(request, object_id)
+        if agendamento is not None and self.has_change_permission(request, agendamento):
+            contexto["acoes_do_agendamento"] = acoes_possiveis(agendamento)
+        return super().change_view(request, object_id, form_url, contexto)
+
+    def get_urls(self) -> list[URLPattern]:
+        return [
+            path(
+                "<int:agendamento_id>/acoes/<slug:acao>/",
+                self.admin_site.admin_view(require_POST(self.acao_no_agendamento)),
+                name="relatorios_agendamento_acao",
+            ),
+            *super().get_urls(),
+        ]
+
+    def acao_no_agendamento(
+        self, request: HttpRequest, agendamento_id: int, acao: str
+    ) -> HttpResponse:
+        agendamento = self.get_object(request, str(agendamento_id))
+        if agendamento is None:
+            raise Http404
+        if not self.has_change_permission(request, agendamento):
+            raise PermissionDenied
+        if acao == "executar_agora":
+            self._executar_agora(request, agendamento)
+        elif acao in ACOES_DO_AGENDAMENTO:
+            self._acao_de_servico(request, [agendamento], acao)
+        else:
+            raise Http404
+        return HttpResponseRedirect(
+            reverse("admin:relatorios_agendamento_change", args=[agendamento.pk])
+        )
+
+    def _executar_agora(self, request: HttpRequest, agendamento: Agendamento) -> None:
+        if agendamento.excluido_em is not None:
+            # The service does not look: an extra occurrence of a deleted
+            # schedule would open alerts nobody is watching for.
+            self.log_change(
+                request, agendamento, "executar agora sem efeito: agendamento excluído"
+            )
+            self.message_user(
+                request, "Agendamento excluído: nada foi executado.", messages.WARNING
+            )
+            return
+        ocorrencia = agenda.executar_agora(agendamento_id=agendamento.pk)
+        if ocorrencia.job_id is not None:
+            self.log_change(
+                request,
+                agendamento,
+                f"executado agora pelo suporte: ocorrência {ocorrencia.pk}, "
+                f"job {ocorrencia.job_id}",
+            )
+            self.message_user(
+                request,
+                format_html(
+                    "Executado agora: ocorrência {} no {}.",
+                    ocorrencia.pk,
+                    link_do_job(ocorrencia.job_id),
+                ),
+                messages.SUCCESS,
+            )
+            return
+        self.log_change(
+            request,
+            agendamento,
+            f"executado agora pelo suporte: ocorrência {ocorrencia.pk} "
+            f"{ocorrencia.estado}: {ocorrencia.motivo}",
+        )
+        self.message_user(
+            request,
+            f"Executado agora, mas a ocorrência {ocorrencia.pk} foi "
+            f"{ocorrencia.get_estado_display()}: {ocorrencia.motivo}",
+            messages.WARNING,
+        )
+
+    def _acao_de_servico(
+        self, request: HttpRequest, lista: list[Agendamento], nome: str
+    ) -> None:
+        acao = ACOES_DO_AGENDAMENTO[nome]
+
+        def executar(agendamento: Agendamento) -> Acao:
+            feito = acao.servico(agendamento_id=agendamento.pk)
+            return Acao(True) if feito else Acao(False, acao.sem_efeito)
+
+        aplicar(self, request, lista, acao.textos, executar)
+
+    # --- bulk actions -----------------------------------------------------------------
+
+    @admin.action(description="Pausar", permissions=["change"])
+    def pausar(self, request: HttpRequest, queryset: QuerySet) -> None:
+        if (lista := selecionados(self, request, queryset)) is not None:
+            self._acao_de_servico(request, lista, "pausar")
+
+    @admin.action(description="Retomar", permissions=["change"])
+    def retomar(self, request: HttpRequest, queryset: QuerySet) -> None:
+        if (lista := selecionados(self, request, queryset)) is not None:
+            self._acao_de_servico(request, lista, "retomar")
+
+    @admin.action(
+        description="Excluir (para de disparar; o histórico fica)",
+        permissions=["change"],
+    )
+    def excluir(self, request: HttpRequest, queryset: QuerySet) -> None:
+        if (lista := selecionados(self, request, queryset)) is not None:
+            self._acao_de_servico(request, lista, "excluir")
+
+
+def acoes_possiveis(agendamento: Agendamento) -> list[str]:
+    """Which buttons the change view offers (a hint: the service decides)."""
+    if agendamento.excluido_em is not None:
+        return []
+    primeira = "pausar" if agendamento.ativo else "retomar"
+    return [primeira, "executar_agora", "excluir"]

@@ -1,0 +1,165 @@
+"""Support staff's view of webhooks and the notification outbox.
+
+Deliveries are read-only: the one change is the "reenviar" action, through
+`saida.reenviar` (guarded, with a fresh queue message). A webhook's
+secret is shown in full only once, to whoever created it (here or in the
+tenant's API or page); afterwards only its first characters.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.html import format_html
+
+from relatorios.admin.comum import LIMITE_EM_MASSA
+from relatorios.models import Entrega, Evento, Webhook
+from relatorios.notificacoes import saida, webhooks
+from relatorios.tipos.normalizacao import ErroDeParametro
+
+# How much of a delivery's last error the list shows.
+TRECHO_DO_ERRO = 80
+
+
+class WebhookForm(forms.ModelForm):
+    # A plain field: the rule is webhooks.validar_url's (https, public).
+    url = forms.CharField(max_length=2000, widget=forms.URLInput(attrs={"size": 80}))
+    eventos = forms.MultipleChoiceField(
+        choices=Evento.choices, widget=forms.CheckboxSelectMultiple
+    )
+
+    class Meta:
+        model = Webhook
+        # `url` is the declared field above (the model's URLField would build
+        # a form field of its own, with Django's scheme rules).
+        fields = ("tenant", "eventos", "ativo")
+
+    def clean_url(self) -> str:
+        try:
+            return webhooks.validar_url(self.cleaned_data.get("url"))
+        except ErroDeParametro as erro:
+            raise forms.ValidationError(erro.mensagem) from None
+
+
+@admin.register(Webhook)
+class WebhookAdmin(admin.ModelAdmin):
+    form = WebhookForm
+    list_display = ("id", "tenant", "url", "eventos_", "ativo", "criado_em")
+    list_filter = ("ativo", "tenant")
+    list_select_related = ("tenant",)
+    search_fields = ("url", "tenant__nome")
+    readonly_fields = ("segredo_parcial", "criado_por", "criado_em")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A new URL is a new endpoint: it gets a new secret (a new webhook).
+        extras = ("tenant", "url") if obj is not None else ()
+        return (*extras, *self.readonly_fields)
+
+    @admin.display(description="eventos")
+    def eventos_(self, webhook: Webhook) -> str:
+        return ", ".join(webhook.eventos)
+
+    @admin.display(description="segredo")
+    def segredo_parcial(self, webhook: Webhook) -> str:
+        if not webhook.segredo:
+            return "—"
+        return f"{webhook.segredo[:10]}… (mostrado só na criação)"
+
+    def save_model(
+        self, request: HttpRequest, obj: Webhook, form: Any, change: bool
+    ) -> None:
+        if change:
+            obj.save(update_fields=["eventos", "ativo"])
+            return
+        criado = webhooks.registrar_webhook(
+            tenant_id=obj.tenant_id,
+            url=form.cleaned_data["url"],
+            eventos=obj.eventos,
+            usuario_id=request.user.pk,
+        )
+        if not obj.ativo:
+            Webhook.objects.filter(pk=criado.pk).update(ativo=False)
+        obj.pk = criado.pk
+        self.message_user(
+            request,
+            format_html(
+                "Segredo do webhook (mostrado só agora; passe-o ao cliente): "
+                "<code>{}</code>",
+                criado.segredo,
+            ),
+            messages.WARNING,
+        )
+
+
+@admin.register(Entrega)
+class EntregaAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "evento",
+        "canal",
+        "destino",
+        "estado",
+        "tentativas",
+        "ultimo_status",
+        "erro_resumido",
+        "proxima_em",
+        "criado_em",
+    )
+    list_filter = ("estado", "canal", "evento")
+    list_select_related = ("webhook",)
+    search_fields = ("=mensagem_id", "=job__id", "=alerta__id")
+    ordering = ("-criado_em",)
+    show_facets = admin.ShowFacets.NEVER
+    actions = ("reenviar",)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_reenviar_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.has_perm("relatorios.reenviar_entrega"))
+
+    @admin.display(description="destino")
+    def destino(self, entrega: Entrega) -> str:
+        if entrega.webhook is not None:
+            return entrega.webhook.url
+        if entrega.destinatarios:
+            return ", ".join(entrega.destinatarios)
+        return "(webhook removido)"
+
+    @admin.display(description="último erro")
+    def erro_resumido(self, entrega: Entrega) -> str:
+        erro = entrega.ultimo_erro
+        if len(erro) <= TRECHO_DO_ERRO:
+            return erro
+        return format_html(
+            '<span title="{}">{}</span>', erro, erro[: TRECHO_DO_ERRO - 1] + "…"
+        )
+
+    @admin.action(description="Reenviar agora", permissions=["reenviar"])
+    def reenviar(self, request: HttpRequest, queryset: QuerySet) -> None:
+        ids = list(
+            queryset.order_by("pk").values_list("pk", flat=True)[:LIMITE_EM_MASSA]
+        )
+        feitas = [i for i in ids if saida.reenviar(entrega_id=i)]
+        for entrega in Entrega.objects.filter(pk__in=feitas):
+            self.log_change(request, entrega, "reenviada pelo suporte")
+        if feitas:
+            self.message_user(
+                request, f"{len(feitas)} entrega(s) reenviada(s).", messages.SUCCESS
+            )
+        if len(feitas) < len(ids):
+            self.message_user(
+                request,
+                f"{len(ids) - len(feitas)} não reenviada(s): já entregues ou em envio.",
+                messages.WARNING,
+            )

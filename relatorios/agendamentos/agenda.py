@@ -1,0 +1,604 @@
+"""Scheduled reports: cron in the tenant's time zone, relative periods, firing once.
+
+Seed 004: "Um laço setInterval dentro de um serviço com quatro instâncias
+executa quatro vezes". Here the firing is a row, not a timer: every cluster's
+supervisor loop calls `disparar`, and firing an occurrence means inserting its
+ledger row (unique per schedule and planned time, ON CONFLICT DO NOTHING) and
+submitting through `pedidos.submeter` in the same transaction. However many
+clusters fire at once, one inserts the row; through the chave, a scheduled run
+and a manager's manual request for the same period share one job.
+
+Why the supervisor loop and not django-q2's scheduler: django-q2 checks its
+schedules about every 30 s and knows neither time zones per tenant nor our
+catch-up policy nor the ledger the absence checker (`alertas`) compares with.
+The loop already runs in every cluster, is restarted with it, and every step
+here is a guarded statement, so any number of copies is safe.
+
+Cron expressions are evaluated on the tenant's wall clock: croniter walks
+naive local times, and each is placed on the time line with fold=0, so a
+firing inside a DST gap (02:30 on a spring-forward day) happens once, at the
+instant the gap maps to, and a repeated hour fires once (its first pass).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from croniter import CroniterBadCronError, CroniterBadDateError, croniter
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import connection, transaction
+
+from relatorios import tipos
+from relatorios.banco.comum import agora_do_banco
+from relatorios.jobs import pedidos
+from relatorios.models import (
+    Agendamento,
+    EstadoOcorrencia,
+    Ocorrencia,
+    Periodo,
+    Recuperacao,
+    Tenant,
+)
+from relatorios.tipos.normalizacao import ErroDeParametro
+
+logger = logging.getLogger(__name__)
+
+# Walking a cron from a little before the window covers UTC offsets and gaps.
+_MARGEM_LOCAL = timedelta(hours=3)
+PRAZO_MAX = timedelta(days=62)
+MAX_DESTINATARIOS = 20
+
+
+# --- Time --------------------------------------------------------------------
+
+
+def validar_cron(expressao: Any) -> str:
+    """A cron expression that fires at least once, or ErroDeParametro('cron')."""
+    if not isinstance(expressao, str) or not expressao.strip():
+        raise ErroDeParametro("cron", "informe uma expressão cron de cinco campos")
+    expressao = " ".join(expressao.split())
+    campos = len(expressao.split())
+    permitidos = {5, 6} if settings.RELATORIOS_CRON_SEGUNDOS else {5}
+    if not expressao.startswith("@") and campos not in permitidos:
+        raise ErroDeParametro(
+            "cron", "a expressão cron deve ter cinco campos (min hora dia mês semana)"
+        )
+    if not croniter.is_valid(expressao):
+        raise ErroDeParametro("cron", f"expressão cron inválida: {expressao}")
+    try:
+        croniter(expressao, datetime(2000, 1, 1)).get_next(datetime)
+    except (CroniterBadDateError, CroniterBadCronError):
+        raise ErroDeParametro("cron", "a expressão cron nunca dispara") from None
+    return expressao
+
+
+def disparos_entre(
+    cron: str, fuso: str, depois_de: datetime, ate: datetime, *, limite: int = 10_000
+) -> list[datetime]:
+    """Planned firings (aware, UTC) in (depois_de, ate], oldest first, at most
+    `limite` of them (the oldest ones)."""
+    tz = ZoneInfo(fuso)
+    ate_local = ate.astimezone(tz).replace(tzinfo=None) + _MARGEM_LOCAL
+    iterador = croniter(
+        cron, depois_de.astimezone(tz).replace(tzinfo=None) - _MARGEM_LOCAL
+    )
+    vistos: set[datetime] = set()
+    while len(vistos) < limite:
+        local = iterador.get_next(datetime)
+        if local > ate_local:
+            break
+        instante = local.replace(tzinfo=tz, fold=0).astimezone(UTC)
+        if depois_de < instante <= ate:
+            vistos.add(instante)
+    return sorted(vistos)
+
+
+def proximo_disparo(cron: str, fuso: str, depois_de: datetime) -> datetime:
+    """The first planned firing strictly after `depois_de`."""
+    janela = timedelta(days=1)
+    while True:
+        encontrados = disparos_entre(
+            cron, fuso, depois_de, depois_de + janela, limite=1
+        )
+        if encontrados:
+            return encontrados[0]
+        janela *= 4  # a yearly cron needs a wider look; the cron is known to fire
+
+
+def periodo_concreto(periodo: str, dia: date) -> tuple[date, date]:
+    """(inicio, fim) of a relative period for a firing on local day `dia`."""
+    ontem = dia - timedelta(days=1)
+    if periodo == Periodo.ONTEM:
+        return ontem, ontem
+    if periodo == Periodo.SEMANA_ANTERIOR:
+        segunda = dia - timedelta(days=dia.weekday() + 7)
+        return segunda, segunda + timedelta(days=6)
+    if periodo == Periodo.MES_ANTERIOR:
+        fim = dia.replace(day=1) - timedelta(days=1)
+        return fim.replace(day=1), fim
+    if periodo == Periodo.MES_CORRENTE_ATE_ONTEM:
+        # On the 1st, "this month up to yesterday" is yesterday's month.
+        return ontem.replace(day=1), ontem
+    if periodo == Periodo.ANO_ANTERIOR:
+        return date(dia.year - 1, 1, 1), date(dia.year - 1, 12, 31)
+    raise ErroDeParametro("periodo", f"período desconhecido: {periodo}")
+
+
+def params_da_ocorrencia(
+    agendamento: Agendamento, planejado_para: datetime, fuso: str
+) -> dict[str, Any]:
+    """The request a firing makes: what a manager would type for that period."""
+    dia = planejado_para.astimezone(ZoneInfo(fuso)).date()
+    inicio, fim = periodo_concreto(agendamento.periodo, dia)
+    return {
+        "inicio": inicio.isoformat(),
+        "fim": fim.isoformat(),
+        "agrupar": agendamento.agrupar,
+        "lojas": list(agendamento.lojas or []),
+    }
+
+
+# --- Managing schedules --------------------------------------------------------
+
+
+def criar(
+    *,
+    tenant_id: int,
+    tipo: str,
+    periodo: Any,
+    cron: Any,
+    prazo: Any,
+    lojas: Any = None,
+    agrupar: Any = None,
+    destinatarios: Any = None,
+    recuperacao: Any = None,
+    nome: Any = "",
+    usuario_id: int | None,
+) -> Agendamento:
+    """Validate a schedule (errors name the field) and create it, active.
+
+    The template is checked the way a firing will use it: the concrete
+    parameters of its next firing go through the type's normalization and the
+    tenant's store codes, so a schedule that could only ever be refused is a
+    400 now, not an alert later.
+    """
+    try:
+        tipo_relatorio = tipos.obter(tipo)
+    except tipos.TipoDesconhecido:
+        raise ErroDeParametro(
+            "tipo", f"tipo de relatório desconhecido: {tipo}"
+        ) from None
+    if periodo not in Periodo.values:
+        raise ErroDeParametro(
+            "periodo", f"período deve ser um de: {', '.join(Periodo.values)}"
+        )
+    cron = validar_cron(cron)
+    prazo = _prazo(prazo)
+    recuperacao = Recuperacao.ULTIMA if recuperacao is None else recuperacao
+    if recuperacao not in Recuperacao.values:
+        raise ErroDeParametro("recuperacao", "deve ser 'ultima' ou 'pular'")
+    if not isinstance(nome, str) or len(nome) > 200:
+        raise ErroDeParametro("nome", "texto de até 200 caracteres")
+    destinatarios = _emails(destinatarios)
+    fuso = _fuso(tenant_id)
+    agora = agora_do_banco()
+    primeiro = proximo_disparo(cron, fuso, agora)
+    modelo = Agendamento(
+        periodo=periodo, agrupar="dia" if agrupar is None else agrupar, lojas=lojas
+    )
+    # The type's own rules (agrupar, lojas, period length), on a real firing.
+    amostra = tipo_relatorio.normalizar(
+        params_da_ocorrencia(modelo, primeiro, fuso) | {"lojas": lojas}
+    )
+    verificar_lojas(tenant_id=tenant_id, lojas=amostra["lojas"])
+    return Agendamento.objects.create(
+        tenant_id=tenant_id,
+        nome=nome.strip(),
+        tipo=tipo,
+        periodo=periodo,
+        agrupar=modelo.agrupar,
+        lojas=amostra["lojas"],
+        cron=cron,
+        prazo=prazo,
+        destinatarios=destinatarios,
+        recuperacao=recuperacao,
+        criado_por_id=usuario_id,
+        ativo_desde=agora,
+        verificado_ate=agora,
+        proximo_disparo=primeiro,
+        proxima_verificacao=primeiro + prazo,
+    )
+
+
+def pausar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
+    """Stop firing. Occurrences already due but not fired are recorded now, so
+    their alerts still open at their deadlines ("paused after it was due")."""
+    return _desativar(agendamento_id=agendamento_id, tenant_id=tenant_id, excluir=False)
+
+
+def excluir(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
+    """Pause for good and hide it; its occurrences and alerts stay as history."""
+    return _desativar(agendamento_id=agendamento_id, tenant_id=tenant_id, excluir=True)
+
+
+def retomar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
+    """Fire again from now on; what was planned while paused is not owed."""
+    with transaction.atomic():
+        agendamento = _travar(agendamento_id, tenant_id)
+        if agendamento is None or agendamento.ativo or agendamento.excluido_em:
+            return False
+        agora = agora_do_banco()
+        fuso = _fuso(agendamento.tenant_id)
+        proximo = proximo_disparo(agendamento.cron, fuso, agora)
+        Agendamento.objects.filter(pk=agendamento.pk).update(
+            ativo=True,
+            pausado_em=None,
+            ativo_desde=agora,
+            verificado_ate=agora,
+            proximo_disparo=proximo,
+            proxima_verificacao=proximo + agendamento.prazo,
+        )
+    return True
+
+
+def executar_agora(*, agendamento_id: int) -> Ocorrencia:
+    """Support's "executar agora": an extra occurrence planned for now, fired
+    through the same path (and owing the same deadline)."""
+    # A deleted schedule is history: Agendamento.DoesNotExist.
+    agendamento = Agendamento.objects.select_related("tenant").get(
+        pk=agendamento_id, excluido_em__isnull=True
+    )
+    agora = agora_do_banco()
+    ocorrencia = _registrar(
+        agendamento,
+        agendamento.tenant.fuso_horario,
+        agora,
+        disparar_job=True,
+        agora=agora,
+        motivo="executar agora",
+    )
+    if ocorrencia is None:  # now() is per transaction: only a replay could collide
+        raise RuntimeError(f"occurrence of {agendamento_id} at {agora} exists")
+    return ocorrencia
+
+
+def proximos_disparos(agendamento: Agendamento, n: int = 3) -> list[datetime]:
+    """The next `n` firings (for pages); none while paused."""
+    if not agendamento.ativo or agendamento.proximo_disparo is None:
+        return []
+    fuso = agendamento.tenant.fuso_horario
+    disparos = [agendamento.proximo_disparo]
+    while len(disparos) < n:
+        disparos.append(proximo_disparo(agendamento.cron, fuso, disparos[-1]))
+    return disparos
+
+
+# --- Firing --------------------------------------------------------------------
+
+
+@dataclass
+class Disparo:
+    """What one firing pass did."""
+
+    disparadas: int = 0
+    puladas: int = 0
+    recusadas: int = 0
+
+
+def disparar(*, agora: datetime | None = None) -> Disparo:
+    """Fire every due occurrence of every active schedule; safe in any number
+    of clusters at once (each occurrence is one ledger row, inserted once).
+
+    For each schedule whose `proximo_disparo` is due:
+    1. List the planned firings since then (bounded).
+    2. Those within RELATORIOS_DISPARO_TOLERANCIA_S of now are on time: fired.
+       Older ones were missed (no cluster ran): under `ultima` the most recent
+       missed one is fired as the catch-up, unless an on-time one exists;
+       under `pular` none is. Every missed one not fired gets its row as
+       `pulada`, so its alert opens at its deadline.
+    3. Move `proximo_disparo` past now (guarded by its old value).
+    """
+    agora = agora or agora_do_banco()
+    resultado = Disparo()
+    devidos = Agendamento.objects.select_related("tenant").filter(
+        ativo=True, excluido_em__isnull=True, proximo_disparo__lte=agora
+    )
+    for agendamento in devidos[:500]:
+        try:
+            _disparar_agendamento(agendamento, agora, resultado)
+        except Exception:
+            # One broken schedule must not silence the others; its missed
+            # occurrences are still caught by the checker.
+            logger.exception("disparo falhou", extra={"agendamento_id": agendamento.pk})
+    return resultado
+
+
+def _disparar_agendamento(
+    agendamento: Agendamento, agora: datetime, resultado: Disparo
+) -> None:
+    fuso = agendamento.tenant.fuso_horario
+    anterior = agendamento.proximo_disparo
+    assert anterior is not None
+    planejados = disparos_entre(
+        agendamento.cron, fuso, anterior - timedelta(microseconds=1), agora, limite=1000
+    )
+    tolerancia = timedelta(seconds=settings.RELATORIOS_DISPARO_TOLERANCIA_S)
+    em_dia = [t for t in planejados if agora - t <= tolerancia]
+    perdidos = [t for t in planejados if agora - t > tolerancia]
+    recuperar = (
+        perdidos[-1]
+        if perdidos and not em_dia and agendamento.recuperacao == Recuperacao.ULTIMA
+        else None
+    )
+    for planejado in perdidos:
+        disparar_job = planejado == recuperar
+        ocorrencia = _registrar(
+            agendamento,
+            fuso,
+            planejado,
+            disparar_job=disparar_job,
+            agora=agora,
+            motivo="recuperação após parada"
+            if disparar_job
+            else _motivo_pulada(agendamento),
+        )
+        _contar(ocorrencia, resultado)
+    for planejado in em_dia:
+        _contar(
+            _registrar(agendamento, fuso, planejado, disparar_job=True, agora=agora),
+            resultado,
+        )
+    Agendamento.objects.filter(
+        pk=agendamento.pk, ativo=True, proximo_disparo=anterior
+    ).update(proximo_disparo=proximo_disparo(agendamento.cron, fuso, agora))
+
+
+def _motivo_pulada(agendamento: Agendamento) -> str:
+    if agendamento.recuperacao == Recuperacao.PULAR:
+        return "perdida durante uma parada (política: pular)"
+    return "perdida durante uma parada (política: só a mais recente)"
+
+
+def _contar(ocorrencia: Ocorrencia | None, resultado: Disparo) -> None:
+    if ocorrencia is None:
+        return
+    if ocorrencia.estado == EstadoOcorrencia.DISPARADA:
+        resultado.disparadas += 1
+    elif ocorrencia.estado == EstadoOcorrencia.PULADA:
+        resultado.puladas += 1
+    elif ocorrencia.estado == EstadoOcorrencia.RECUSADA:
+        resultado.recusadas += 1
+
+
+def _registrar(
+    agendamento: Agendamento,
+    fuso: str,
+    planejado: datetime,
+    *,
+    disparar_job: bool,
+    agora: datetime,
+    motivo: str = "",
+) -> Ocorrencia | None:
+    """Insert the occurrence's row and, if this call inserted it and it is to
+    fire, submit its job, all in one transaction; None if another cluster (or
+    an earlier pass) already recorded it.
+
+    A row the checker recorded as never fired (`nao_disparada`, no job) may
+    still be adopted by the catch-up: the upsert's WHERE allows only that.
+    """
+    params = params_da_ocorrencia(agendamento, planejado, fuso)
+    estado = EstadoOcorrencia.DISPARADA if disparar_job else EstadoOcorrencia.PULADA
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(
+                """
+                INSERT INTO relatorio_ocorrencias AS o
+                       (agendamento_id, tenant_id, planejado_para, params, estado,
+                        motivo, prazo_em, disparada_em, conferida)
+                VALUES (%(agendamento)s, %(tenant)s, %(planejado)s, %(params)s::jsonb,
+                        %(estado)s, %(motivo)s, %(prazo_em)s,
+                        CASE WHEN %(disparar)s THEN %(agora)s::timestamptz END, false)
+                ON CONFLICT (agendamento_id, planejado_para) DO UPDATE
+                   SET estado = EXCLUDED.estado, motivo = EXCLUDED.motivo,
+                       disparada_em = EXCLUDED.disparada_em
+                 WHERE %(disparar)s AND o.estado = 'nao_disparada' AND o.job_id IS NULL
+                RETURNING id
+                """,
+                {
+                    "agendamento": agendamento.pk,
+                    "tenant": agendamento.tenant_id,
+                    "planejado": planejado,
+                    "params": json.dumps(params),
+                    "estado": estado,
+                    "motivo": motivo,
+                    "prazo_em": planejado + agendamento.prazo,
+                    "disparar": disparar_job,
+                    "agora": agora,
+                },
+            )
+            linha = cursor.fetchone()
+        if linha is None:
+            return None
+        ocorrencia_id = int(linha[0])
+        if disparar_job:
+            _submeter(agendamento, ocorrencia_id, params)
+    ocorrencia = Ocorrencia.objects.get(pk=ocorrencia_id)
+    logger.info(
+        "ocorrência registrada",
+        extra={
+            "agendamento_id": agendamento.pk,
+            "ocorrencia_id": ocorrencia.pk,
+            "estado": ocorrencia.estado,
+            "job_id": ocorrencia.job_id,
+            "planejado_para": planejado.isoformat(),
+        },
+    )
+    return ocorrencia
+
+
+def _submeter(
+    agendamento: Agendamento, ocorrencia_id: int, params: dict[str, Any]
+) -> None:
+    # What a client could be refused (bad stores, the pending cap) is recorded
+    # on the occurrence; anything else rolls the occurrence back with it, and
+    # the next pass tries again.
+    try:
+        with transaction.atomic():
+            submissao = pedidos.submeter(
+                tenant_id=agendamento.tenant_id,
+                tipo=agendamento.tipo,
+                params_brutos=params,
+                usuario_id=agendamento.criado_por_id,
+            )
+    except (ErroDeParametro, pedidos.LimiteDePendentes, tipos.TipoDesconhecido) as exc:
+        Ocorrencia.objects.filter(pk=ocorrencia_id).update(
+            estado=EstadoOcorrencia.RECUSADA, motivo=_recusa(exc)
+        )
+        return
+    Ocorrencia.objects.filter(pk=ocorrencia_id).update(job_id=submissao.job.id)
+
+
+def _recusa(exc: Exception) -> str:
+    if isinstance(exc, ErroDeParametro):
+        return f"400 ({exc.campo}): {exc.mensagem}"
+    if isinstance(exc, pedidos.LimiteDePendentes):
+        return f"429: {exc}"
+    return f"400 (tipo): tipo de relatório desconhecido: {exc}"
+
+
+# --- Internals -------------------------------------------------------------------
+
+
+def _desativar(*, agendamento_id: int, tenant_id: int | None, excluir: bool) -> bool:
+    with transaction.atomic():
+        agendamento = _travar(agendamento_id, tenant_id)
+        if agendamento is None or agendamento.excluido_em is not None:
+            return False
+        if not agendamento.ativo and not excluir:
+            return False
+        agora = agora_do_banco()
+        if agendamento.ativo:
+            registrar_nao_disparadas(
+                agendamento, ate=agora, motivo="pausado antes de disparar"
+            )
+        campos: dict[str, Any] = {
+            "ativo": False,
+            "proximo_disparo": None,
+            "proxima_verificacao": None,
+        }
+        if agendamento.ativo:
+            campos |= {"pausado_em": agora, "verificado_ate": agora}
+        if excluir:
+            campos["excluido_em"] = agora
+        Agendamento.objects.filter(pk=agendamento.pk).update(**campos)
+    return True
+
+
+def registrar_nao_disparadas(
+    agendamento: Agendamento, *, ate: datetime, motivo: str, limite: int = 1000
+) -> list[datetime]:
+    """Rows for every occurrence planned in (verificado_ate, ate] that has none
+    (nobody fired it): the checker's view of what should exist, independent of
+    the firing. Returns the planned times covered (at most `limite`).
+    """
+    fuso = agendamento.tenant.fuso_horario
+    planejados = disparos_entre(
+        agendamento.cron, fuso, agendamento.verificado_ate, ate, limite=limite
+    )
+    if not planejados:
+        return []
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            """
+            INSERT INTO relatorio_ocorrencias
+                   (agendamento_id, tenant_id, planejado_para, params, estado,
+                    motivo, prazo_em, conferida)
+            VALUES (%s, %s, %s, %s::jsonb, 'nao_disparada', %s, %s, false)
+            ON CONFLICT (agendamento_id, planejado_para) DO NOTHING
+            """,
+            [
+                (
+                    agendamento.pk,
+                    agendamento.tenant_id,
+                    planejado,
+                    json.dumps(params_da_ocorrencia(agendamento, planejado, fuso)),
+                    motivo,
+                    planejado + agendamento.prazo,
+                )
+                for planejado in planejados
+            ],
+        )
+    return planejados
+
+
+def _travar(agendamento_id: int, tenant_id: int | None) -> Agendamento | None:
+    consulta = Agendamento.objects.select_for_update(of=("self",)).select_related(
+        "tenant"
+    )
+    if tenant_id is not None:
+        consulta = consulta.filter(tenant_id=tenant_id)
+    return consulta.filter(pk=agendamento_id).first()
+
+
+def _fuso(tenant_id: int) -> str:
+    return str(Tenant.objects.values_list("fuso_horario", flat=True).get(pk=tenant_id))
+
+
+def _prazo(valor: Any) -> timedelta:
+    if isinstance(valor, timedelta):
+        prazo = valor
+    elif isinstance(valor, int) and not isinstance(valor, bool):
+        # Checked before timedelta(), which overflows on huge integers.
+        if valor > PRAZO_MAX // timedelta(minutes=1):
+            raise ErroDeParametro("prazo_minutos", "o prazo não pode passar de 62 dias")
+        prazo = timedelta(minutes=max(valor, -1))
+    else:
+        raise ErroDeParametro("prazo_minutos", "informe o prazo em minutos (inteiro)")
+    if prazo <= timedelta(0):
+        raise ErroDeParametro("prazo_minutos", "o prazo deve ser positivo")
+    if prazo > PRAZO_MAX:
+        raise ErroDeParametro("prazo_minutos", "o prazo não pode passar de 62 dias")
+    return prazo
+
+
+def _emails(valor: Any) -> list[str]:
+    if valor is None:
+        return []
+    if not isinstance(valor, list) or len(valor) > MAX_DESTINATARIOS:
+        raise ErroDeParametro(
+            "destinatarios", f"lista de até {MAX_DESTINATARIOS} e-mails"
+        )
+    emails: list[str] = []
+    for item in valor:
+        if not isinstance(item, str):
+            raise ErroDeParametro("destinatarios", "cada destinatário é um e-mail")
+        try:
+            validate_email(item.strip())
+        except ValidationError:
+            raise ErroDeParametro("destinatarios", f"e-mail inválido: {item}") from None
+        if item.strip().lower() not in emails:
+            emails.append(item.strip().lower())
+    return emails
+
+
+def verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:
+    if not lojas:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT codigo FROM erp_lojas WHERE tenant_id = %s AND codigo = ANY(%s)",
+            [tenant_id, lojas],
+        )
+        existentes = {codigo for (codigo,) in cursor.fetchall()}
+    desconhecidas = [codigo for codigo in lojas if codigo not in existentes]
+    if desconhecidas:
+        raise ErroDeParametro(
+            "lojas", f"lojas desconhecidas: {', '.join(desconhecidas)}"
+        )

@@ -1,0 +1,156 @@
+"""The report API: a thin layer over `services` and `consultas`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.http import HttpResponseBase
+from rest_framework import exceptions, status
+from rest_framework.authentication import SessionAuthentication
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.parsers import BaseParser
+from rest_framework.renderers import BaseRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from relatorios.api import esquema
+from relatorios.api.autenticacao import TokenComCache
+from relatorios.api.limites import ContaNaConsulta, contagem_do_pedido
+from relatorios.api.permissoes import tenant_do_pedido
+from relatorios.api.serializers import (
+    JobAceitoSerializer,
+    JobEmAndamentoSerializer,
+    JobFalhouSerializer,
+    JobProntoSerializer,
+)
+from relatorios.jobs import consultas, pedidos
+from relatorios.models import Status
+from relatorios.models.jobs import ATIVOS
+from relatorios.notificacoes.email import email_para_notificar, inscrever
+from relatorios.tipos import planilha
+
+# Seed 000: a client polling a pending job should come back in two seconds.
+
+
+def representar(job: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Body and headers for a job's current state (status endpoint)."""
+    if job.status == Status.PRONTO:
+        return JobProntoSerializer(job).data, {}
+    if job.status == Status.FALHOU:
+        return JobFalhouSerializer(job).data, {}
+    return JobEmAndamentoSerializer(job).data, {"Retry-After": consultas.RETRY_AFTER_S}
+
+
+def local_do_job(job_id: int) -> str:
+    return f"/relatorios/jobs/{job_id}"
+
+
+class SubmeterRelatorio(ContaNaConsulta, APIView):
+    """POST /relatorios/<tipo>: 202 and a job id, or 200 with a valid result."""
+
+    # Documented once per registered type (relatorios/api/esquema.py).
+    schema = esquema.EsquemaDoSubmeter()
+
+    def post(self, request: Request, tipo: str) -> Response:
+        params_brutos, email = _separar_notificacao(request)
+        submissao = pedidos.submeter(
+            tenant_id=tenant_do_pedido(request),
+            tipo=tipo,
+            params_brutos=params_brutos,
+            usuario_id=request.user.pk,
+            contagem=contagem_do_pedido(request),
+        )
+        job = submissao.job
+        if email is not None and job.status in ATIVOS:
+            inscrever(job_id=job.id, email=email)
+        cabecalhos = {"Location": local_do_job(job.id)}
+        if job.status == Status.PRONTO:
+            return Response(JobProntoSerializer(job).data, headers=cabecalhos)
+        cabecalhos["Retry-After"] = consultas.RETRY_AFTER_S
+        return Response(
+            JobAceitoSerializer(job).data,
+            status=status.HTTP_202_ACCEPTED,
+            headers=cabecalhos,
+        )
+
+
+def _separar_notificacao(request: Request) -> tuple[Any, str | None]:
+    """`notificar_email` is about the requester, not the report: taken out
+    before normalization, so it is neither a parameter nor part of the chave."""
+    dados = request.data
+    if not isinstance(dados, Mapping) or "notificar_email" not in dados:
+        return dados, None
+    params = {c: v for c, v in dados.items() if c != "notificar_email"}
+    email = email_para_notificar(
+        valor=dados["notificar_email"],
+        email_do_usuario=getattr(request.user, "email", None),
+    )
+    return params, email
+
+
+# The token first: its WWW-Authenticate header is the one a 401 carries. The
+# session lets the manager pages' script poll with the browser's login (DRF
+# checks CSRF for session-authenticated unsafe methods; these are GETs).
+TOKEN_OU_SESSAO = [TokenComCache, SessionAuthentication]
+
+
+class StatusDoJob(ContaNaConsulta, APIView):
+    """GET /relatorios/jobs/<id>: the job's state, scoped to the caller's tenant."""
+
+    authentication_classes = TOKEN_OU_SESSAO
+
+    @esquema.status_do_job
+    def get(self, request: Request, job_id: int) -> Response:
+        job = consultas.estado_do_job(
+            tenant_id=tenant_do_pedido(request),
+            job_id=job_id,
+            contagem=contagem_do_pedido(request),
+        )
+        corpo, cabecalhos = representar(job)
+        return Response(corpo, headers=cabecalhos)
+
+
+class ResultadoIndisponivel(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "o relatório não está pronto"
+
+
+class SemNegociacao(BaseContentNegotiation):
+    """The CSV view answers CSV or a JSON error whatever `Accept` says: a
+    client asking for text/csv must get the 404's body, not a 406."""
+
+    def select_renderer(
+        self,
+        request: Request,
+        renderers: Iterable[BaseRenderer],
+        format_suffix: str | None = None,
+    ) -> tuple[BaseRenderer, str]:
+        primeiro = next(iter(renderers))
+        return primeiro, primeiro.media_type
+
+    def select_parser(
+        self, request: Request, parsers: Iterable[BaseParser]
+    ) -> BaseParser | None:
+        return next(iter(parsers), None)
+
+
+class ResultadoCsv(APIView):
+    """GET /relatorios/jobs/<id>/resultado.csv: a `pronto` job's lines, streamed."""
+
+    authentication_classes = TOKEN_OU_SESSAO
+    content_negotiation_class = SemNegociacao
+
+    @esquema.resultado_csv
+    def get(self, request: Request, job_id: int) -> HttpResponseBase:
+        job = consultas.job_do_tenant(
+            tenant_id=tenant_do_pedido(request),
+            job_id=job_id,
+            campos=("id", "tenant_id", "tipo", "status", "params"),
+        )
+        if job.status != Status.PRONTO:
+            raise ResultadoIndisponivel(
+                f"o relatório não está pronto (status: {job.status})"
+            )
+        return planilha.resposta_csv(job)

@@ -1,0 +1,105 @@
+"""Email: who asked to hear of a job's end, and the text of an event's message."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import connection
+
+from relatorios import tipos
+from relatorios.models import Evento
+from relatorios.tipos.normalizacao import ErroDeParametro
+
+logger = logging.getLogger(__name__)
+
+
+def email_para_notificar(*, valor: Any, email_do_usuario: str | None) -> str | None:
+    """The address to notify for a request's `notificar_email`, or None.
+
+    ErroDeParametro names `notificar_email` if it is not a boolean, or is
+    true for a user without an email.
+    """
+    if not isinstance(valor, bool):
+        raise ErroDeParametro("notificar_email", "deve ser true ou false")
+    if not valor:
+        return None
+    email = (email_do_usuario or "").strip()
+    try:
+        validate_email(email)
+    except ValidationError:
+        raise ErroDeParametro(
+            "notificar_email", "seu usuário não tem um e-mail cadastrado"
+        ) from None
+    return email
+
+
+def inscrever(*, job_id: int, email: str) -> bool:
+    """Ask for one email when the job ends; False if already subscribed.
+
+    Call it for a pending or running job. If the job ends between the
+    request's read and this insert, the sweep (`varrer`) sends the email.
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            INSERT INTO relatorio_inscricoes (job_id, email) VALUES (%s, %s)
+            ON CONFLICT (job_id, email) DO NOTHING
+            """,
+            [job_id, email],
+        )
+        return cursor.rowcount == 1
+
+
+def mensagem_de_email(payload: Mapping[str, Any]) -> tuple[str, str]:
+    """Subject and plain-text body (pt-BR) of an event's email."""
+    evento, dados = payload["type"], payload["data"]
+    base = settings.RELATORIOS_URL_BASE
+    if evento in (Evento.JOB_PRONTO, Evento.JOB_FALHOU):
+        titulo = _titulo(dados["tipo"])
+        pagina = f"{base}/painel/jobs/{dados['id']}/"
+        if evento == Evento.JOB_PRONTO:
+            return (
+                f"Relatório pronto: {titulo} (#{dados['id']})",
+                f"O relatório {titulo} (#{dados['id']}) está pronto.\n\n"
+                f"Veja o resultado em: {pagina}\n",
+            )
+        return (
+            f"Relatório não concluído: {titulo} (#{dados['id']})",
+            f"O relatório {titulo} (#{dados['id']}) não pôde ser gerado.\n\n"
+            f"Motivo: {dados.get('erro') or 'erro desconhecido'}\n\n"
+            f"Você pode pedir de novo em: {pagina}\n",
+        )
+    agendamento = dados["agendamento"]
+    nome = agendamento.get("nome") or f"agendamento {agendamento['id']}"
+    fuso = dados.get("fuso_horario") or "UTC"
+    if evento == Evento.ALERTA_ABERTO:
+        return (
+            f"Alerta: o relatório agendado {nome} não ficou pronto no prazo",
+            f"O relatório agendado {nome} ({_titulo(dados['tipo'])}), planejado "
+            f"para {_legivel(dados['planejado_para'], fuso)}, não ficou pronto até "
+            f"{_legivel(dados['prazo_em'], fuso)}.\n\nMotivo: {dados['motivo']}\n",
+        )
+    return (
+        f"Alerta encerrado: {nome}",
+        f"O alerta do relatório agendado {nome} foi encerrado.\n",
+    )
+
+
+def _legivel(iso: str, fuso: str) -> str:
+    # On the tenant's clock, as the schedule's cron and deadline are.
+    instante = datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return f"{instante.astimezone(ZoneInfo(fuso)):%d/%m/%Y %H:%M} ({fuso})"
+
+
+def _titulo(tipo: str) -> str:
+    try:
+        return tipos.obter(tipo).titulo
+    except tipos.TipoDesconhecido:
+        return tipo

@@ -1,0 +1,279 @@
+"""Delivery: one queued task sends one outbox row, once, by email or signed POST."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import EmailMessage
+from django.db import connection, transaction
+from standardwebhooks import Webhook as Assinador
+
+from relatorios.banco.comum import json_do_banco
+from relatorios.fila import mensagens
+from relatorios.models import Canal
+from relatorios.notificacoes import destinos
+from relatorios.notificacoes.destinos import DestinoRecusado, destino
+from relatorios.notificacoes.email import mensagem_de_email
+from relatorios.notificacoes.saida import enfileirar, prazo_de_envio_s
+from relatorios.operacao import logs, metricas
+
+logger = logging.getLogger(__name__)
+
+
+# How much of a receiver's answer or error is kept for support.
+TRECHO_MAX = 500
+
+
+@dataclass(frozen=True)
+class _Reivindicada:
+    canal: str
+    evento: str
+    mensagem_id: str
+    destinatarios: list[str]
+    payload: dict[str, Any]
+    tentativa: int
+    em_curso_ate: datetime
+    url: str | None
+    segredo: str | None
+    # The X-Request-ID of the job's request, if the delivery is about a job.
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ResultadoDoEnvio:
+    """One attempt's outcome: `ok`, or the answer's status and the error."""
+
+    ok: bool
+    status: int | None = None
+    erro: str = ""
+
+
+def entregar(*, entrega_id: int) -> str | None:
+    """Send one delivery, once; returns its new state, or None if not claimed.
+
+    1. A guarded UPDATE claims it (pending, due, no live lease) and counts
+       the attempt: two senders never send the same one at once, and a
+       sender that dies only holds it until its lease runs out.
+    2. Send, outside any transaction: an email, or a signed POST to the
+       webhook's checked address (no redirects, connect and read timeouts).
+    3. Record the outcome, fenced by the lease: `entregue`, or a retry at
+       the backoff with a delayed message in the same transaction, or
+       `falhou` after RELATORIOS_ENTREGA_MAX_TENTATIVAS.
+    """
+    entrega = _reivindicar(entrega_id)
+    if entrega is None:
+        return None
+    contexto = logs.definir_request_id(entrega.request_id)
+    try:
+        try:
+            desfecho = _enviar(entrega)
+        except Exception as exc:  # a bug or an unexpected library error: retried
+            logger.exception("entrega com erro", extra={"entrega_id": entrega_id})
+            desfecho = ResultadoDoEnvio(
+                ok=False, erro=trecho(f"{type(exc).__name__}: {exc}")
+            )
+        estado = _registrar(entrega_id, entrega, desfecho)
+        metricas.entrega(canal=entrega.canal, estado=estado, ok=desfecho.ok)
+        return estado
+    finally:
+        logs.restaurar_request_id(contexto)
+
+
+def atraso_de_reentrega(numero: int) -> float:
+    """The wait before attempt `numero + 1` (RELATORIOS_ENTREGA_BACKOFF_*)."""
+    return mensagens.atraso(
+        numero,
+        base_s=settings.RELATORIOS_ENTREGA_BACKOFF_S,
+        teto_s=settings.RELATORIOS_ENTREGA_BACKOFF_MAX_S,
+    )
+
+
+def _reivindicar(entrega_id: int) -> _Reivindicada | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE relatorio_entregas AS e
+               SET em_curso_ate = now() + make_interval(secs => %(prazo)s),
+                   tentativas = e.tentativas + 1
+             WHERE e.id = %(id)s AND e.estado = 'pendente' AND e.proxima_em <= now()
+               AND (e.em_curso_ate IS NULL OR e.em_curso_ate < now())
+            RETURNING e.canal, e.evento, e.mensagem_id, e.destinatarios, e.payload,
+                      e.tentativas, e.em_curso_ate,
+                      (SELECT w.url FROM relatorio_webhooks w
+                        WHERE w.id = e.webhook_id AND w.ativo),
+                      (SELECT w.segredo FROM relatorio_webhooks w
+                        WHERE w.id = e.webhook_id AND w.ativo),
+                      (SELECT j.request_id FROM relatorio_jobs j
+                        WHERE j.id = e.job_id)
+            """,
+            {"id": entrega_id, "prazo": prazo_de_envio_s()},
+        )
+        linha = cursor.fetchone()
+    if linha is None:
+        logger.info("entrega não reivindicada", extra={"entrega_id": entrega_id})
+        return None
+    return _Reivindicada(
+        canal=linha[0],
+        evento=linha[1],
+        mensagem_id=linha[2],
+        destinatarios=json_do_banco(linha[3]) or [],
+        payload=json_do_banco(linha[4]),
+        tentativa=linha[5],
+        em_curso_ate=linha[6],
+        url=linha[7],
+        segredo=linha[8],
+        request_id=linha[9],
+    )
+
+
+def _enviar(entrega: _Reivindicada) -> ResultadoDoEnvio:
+    if entrega.canal == Canal.EMAIL:
+        return _enviar_email(entrega)
+    if entrega.url is None or entrega.segredo is None:
+        return ResultadoDoEnvio(ok=False, erro="webhook removido ou desativado")
+    return postar_webhook(
+        url=entrega.url,
+        segredo=entrega.segredo,
+        mensagem_id=entrega.mensagem_id,
+        payload=entrega.payload,
+        request_id=entrega.request_id,
+    )
+
+
+def postar_webhook(
+    *,
+    url: str,
+    segredo: str,
+    mensagem_id: str,
+    payload: Mapping[str, Any],
+    request_id: str | None = None,
+) -> ResultadoDoEnvio:
+    """One signed POST to a webhook, to the address checked just now; about a
+    job, with its request's `X-Request-ID` (outside the signed body)."""
+    try:
+        partes, porta, endereco = destino(url)
+    except DestinoRecusado as recusa:
+        return ResultadoDoEnvio(ok=False, erro=f"destino recusado: {recusa}")
+    corpo = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    agora = datetime.now(UTC)
+    cabecalhos = {
+        "Content-Type": "application/json",
+        "User-Agent": "relatorios-webhooks/1",
+        "webhook-id": mensagem_id,
+        "webhook-timestamp": str(int(agora.timestamp())),
+        "webhook-signature": Assinador(segredo).sign(mensagem_id, agora, corpo),
+    }
+    if request_id:
+        cabecalhos[logs.CABECALHO] = request_id
+    caminho = (partes.path or "/") + (f"?{partes.query}" if partes.query else "")
+    timeout = settings.RELATORIOS_WEBHOOK_TIMEOUT_S
+    conexao = destinos.conexao(partes, porta, endereco, timeout)
+    try:
+        conexao.request("POST", caminho, body=corpo.encode(), headers=cabecalhos)
+        resposta = conexao.getresponse()
+        # Only an excerpt: a receiver's answer says nothing we act on.
+        lido = resposta.read(TRECHO_MAX).decode(errors="replace")
+    except TimeoutError:
+        return ResultadoDoEnvio(ok=False, erro=f"sem resposta em {timeout:g} s")
+    except (OSError, http.client.HTTPException) as exc:
+        return ResultadoDoEnvio(ok=False, erro=trecho(f"{type(exc).__name__}: {exc}"))
+    finally:
+        conexao.close()
+    if 200 <= resposta.status < 300:
+        return ResultadoDoEnvio(ok=True, status=resposta.status)
+    return ResultadoDoEnvio(
+        ok=False,
+        status=resposta.status,
+        erro=trecho(f"HTTP {resposta.status}: {lido}"),
+    )
+
+
+def _enviar_email(entrega: _Reivindicada) -> ResultadoDoEnvio:
+    if not entrega.destinatarios:
+        return ResultadoDoEnvio(ok=False, erro="sem destinatários")
+    assunto, texto = mensagem_de_email(entrega.payload)
+    try:
+        EmailMessage(
+            assunto, texto, settings.DEFAULT_FROM_EMAIL, to=entrega.destinatarios
+        ).send(fail_silently=False)
+    except Exception as exc:  # SMTP and socket errors: no traceback kept
+        return ResultadoDoEnvio(ok=False, erro=trecho(f"{type(exc).__name__}: {exc}"))
+    return ResultadoDoEnvio(ok=True)
+
+
+def _registrar(
+    entrega_id: int, entrega: _Reivindicada, desfecho: ResultadoDoEnvio
+) -> str | None:
+    cerca: dict[str, Any] = {
+        "id": entrega_id,
+        "tentativa": entrega.tentativa,
+        "em_curso_ate": entrega.em_curso_ate,
+        "status": desfecho.status,
+        "erro": desfecho.erro,
+    }
+    campos = {"entrega_id": entrega_id, "tentativa": entrega.tentativa}
+    with transaction.atomic(), connection.cursor() as cursor:
+        if desfecho.ok:
+            cursor.execute(
+                """
+                UPDATE relatorio_entregas
+                   SET estado = 'entregue', entregue_em = now(), em_curso_ate = NULL,
+                       ultimo_status = %(status)s, ultimo_erro = ''
+                 WHERE id = %(id)s AND estado = 'pendente'
+                   AND tentativas = %(tentativa)s AND em_curso_ate = %(em_curso_ate)s
+                """,
+                cerca,
+            )
+            estado = "entregue" if cursor.rowcount == 1 else None
+        elif entrega.tentativa >= settings.RELATORIOS_ENTREGA_MAX_TENTATIVAS:
+            cursor.execute(
+                """
+                UPDATE relatorio_entregas
+                   SET estado = 'falhou', em_curso_ate = NULL,
+                       ultimo_status = %(status)s, ultimo_erro = %(erro)s
+                 WHERE id = %(id)s AND estado = 'pendente'
+                   AND tentativas = %(tentativa)s AND em_curso_ate = %(em_curso_ate)s
+                """,
+                cerca,
+            )
+            estado = "falhou" if cursor.rowcount == 1 else None
+        else:
+            cursor.execute(
+                """
+                UPDATE relatorio_entregas
+                   SET proxima_em = now() + make_interval(secs => %(atraso)s),
+                       enfileirada_em = now(), em_curso_ate = NULL,
+                       ultimo_status = %(status)s, ultimo_erro = %(erro)s
+                 WHERE id = %(id)s AND estado = 'pendente'
+                   AND tentativas = %(tentativa)s AND em_curso_ate = %(em_curso_ate)s
+                RETURNING proxima_em
+                """,
+                {**cerca, "atraso": atraso_de_reentrega(entrega.tentativa)},
+            )
+            linha = cursor.fetchone()
+            estado = None if linha is None else "pendente"
+            if linha is not None:
+                enfileirar(entrega_ids=[entrega_id], quando=linha[0])
+    if estado is None:
+        # Our lease ran out and someone else took over: their outcome stands.
+        logger.warning("entrega: resultado descartado (sem posse)", extra=campos)
+    elif desfecho.ok:
+        logger.info("entrega entregue", extra={**campos, "canal": entrega.canal})
+    else:
+        logger.warning(
+            "entrega falhou",
+            extra={**campos, "estado": estado, "erro": desfecho.erro[:200]},
+        )
+    return estado
+
+
+def trecho(texto: str) -> str:
+    texto = " ".join(texto.split())
+    return texto if len(texto) <= TRECHO_MAX else texto[: TRECHO_MAX - 1] + "…"

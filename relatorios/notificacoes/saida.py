@@ -1,0 +1,369 @@
+"""Notifications: webhooks and emails about jobs and alerts, through an outbox.
+
+An event is a row of relatorio_entregas (`Entrega`) per destination, written
+in the transaction of the change it reports: never lost, never sent for a
+change that rolled back. A queue message (`relatorios.tasks.entregar`) nudges
+the sender; the row, not the message, is the truth, so `varrer()` replaces
+messages that were lost. Sending happens only in that task: never inside a
+web request nor inside the job's transaction.
+
+`mensagem_id` is deterministic per event and destination (the `webhook-id`
+header): writing the same notification twice conflicts on its unique index
+instead of duplicating, and every retry carries the same id, so receivers
+can deduplicate.
+
+Webhooks are signed per the Standard Webhooks spec (`standardwebhooks`).
+Their URLs must be https:// and resolve only to public addresses, checked at
+registration and again at each delivery, which then connects to the address
+it checked (a DNS answer that changes in between cannot redirect it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.db.models.functions import Now
+
+from relatorios.banco.comum import json_do_banco
+from relatorios.fila import mensagens
+from relatorios.models import Canal, Entrega, Evento, Webhook
+
+logger = logging.getLogger(__name__)
+
+
+_TIMESTAMP_SQL = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')"""
+
+
+@dataclass(frozen=True)
+class VarreduraDeEntregas:
+    """What one notification sweep did."""
+
+    inscricoes_atendidas: int
+    reenfileiradas: int
+
+
+def sql_entregas_de_jobs(*, webhooks: bool = True) -> str:
+    """CTEs that write the deliveries of jobs that just ended.
+
+    Expects a preceding CTE `fim (id, tenant_id, tipo, status, erro,
+    concluido_em)` of jobs in `pronto` or `falhou`, and the parameter
+    `%(url_base)s`. Adds `novas` (RETURNING the new deliveries' ids) and
+    `consumidas` (the jobs' email subscriptions, used up). Nothing is read
+    beyond two index lookups when the tenant has no webhook and the job no
+    subscriber, so `services.concluir` stays one cheap statement.
+    """
+    instante = _TIMESTAMP_SQL.format("f.concluido_em")
+    payload = f"""
+        jsonb_build_object(
+            'type', 'job.' || f.status,
+            'timestamp', {instante},
+            'data', jsonb_build_object(
+                'id', f.id, 'tipo', f.tipo, 'status', f.status,
+                'url', %(url_base)s || '/relatorios/jobs/' || f.id,
+                'concluido_em', {instante})
+                || CASE WHEN f.status = 'falhou'
+                        THEN jsonb_build_object('erro', f.erro)
+                        ELSE '{{}}'::jsonb END)
+    """
+    # The end's instant tells this end from a later one of the same job
+    # (a restarted job ends again): one notification per end and destination.
+    fim_id = (
+        "'job-' || f.id || '-' || f.status || '-'"
+        " || (extract(epoch FROM f.concluido_em) * 1000000)::bigint"
+    )
+    colunas = "mensagem_id, tenant_id, canal, evento, webhook_id, destinatarios, "
+    colunas += "payload, job_id, estado, tentativas, ultimo_erro, enfileirada_em"
+    por_webhook = f"""
+        SELECT {fim_id} || '-webhook-' || w.id, f.tenant_id, 'webhook',
+               'job.' || f.status, w.id, '[]'::jsonb, {payload}, f.id,
+               'pendente', 0, '', now()
+          FROM fim f JOIN relatorio_webhooks w
+            ON w.tenant_id = f.tenant_id AND w.ativo
+           AND w.eventos ? ('job.' || f.status)
+        UNION ALL
+    """
+    return f"""
+        novas AS (
+            INSERT INTO relatorio_entregas ({colunas})
+            {por_webhook if webhooks else ""}
+            SELECT {fim_id} || '-email-' || md5(lower(i.email)), f.tenant_id,
+                   'email', 'job.' || f.status, NULL, jsonb_build_array(i.email),
+                   {payload}, f.id, 'pendente', 0, '', now()
+              FROM fim f JOIN relatorio_inscricoes i ON i.job_id = f.id
+            ON CONFLICT (mensagem_id) DO NOTHING
+            RETURNING id
+        ), consumidas AS (
+            DELETE FROM relatorio_inscricoes WHERE job_id IN (SELECT id FROM fim)
+        )
+    """
+
+
+def registrar_fim_de_jobs(*, job_ids: list[int]) -> list[int]:
+    """Write the deliveries of jobs that just ended, inside the caller's
+    transaction (the one that ended them), with their queue messages.
+
+    Jobs not in `pronto` or `falhou` are ignored. Returns the new deliveries.
+    """
+    if not job_ids:
+        return []
+    _exigir_transacao()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH fim AS (
+                SELECT id, tenant_id, tipo, status, erro, concluido_em
+                  FROM relatorio_jobs
+                 WHERE id = ANY(%(ids)s) AND status IN ('pronto', 'falhou')
+            ), {sql_entregas_de_jobs()}
+            SELECT id FROM novas
+            """,
+            {"ids": job_ids, "url_base": settings.RELATORIOS_URL_BASE},
+        )
+        novas = [linha[0] for linha in cursor.fetchall()]
+    enfileirar(entrega_ids=novas)
+    return novas
+
+
+def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
+    """Write an alert's deliveries; call it INSIDE the transaction that just
+    won the guarded insert (opened) or update (closed) of the alert.
+
+    `alerta.aberto`: one email to the schedule's `destinatarios` plus
+    RELATORIOS_EMAILS_SUPORTE, and one delivery per active webhook of the
+    tenant subscribed to it; `alerta.fechado`: the webhooks only. Idempotent
+    (ON CONFLICT DO NOTHING on `mensagem_id`). Returns how many were created.
+    """
+    if evento not in (Evento.ALERTA_ABERTO, Evento.ALERTA_FECHADO):
+        raise ValueError(f"not an alert event: {evento}")
+    _exigir_transacao()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT a.tenant_id, a.motivo, a.aberto_em, a.fechado_em,
+                   g.id, g.nome, g.tipo, g.destinatarios,
+                   o.planejado_para, o.prazo_em, j.id, j.status, t.fuso_horario
+              FROM relatorio_alertas a
+              JOIN tenants t ON t.id = a.tenant_id
+              JOIN relatorio_ocorrencias o ON o.id = a.ocorrencia_id
+              JOIN relatorio_agendamentos g ON g.id = o.agendamento_id
+              LEFT JOIN relatorio_jobs j ON j.id = o.job_id
+             WHERE a.id = %s
+            """,
+            [alerta_id],
+        )
+        linha = cursor.fetchone()
+    if linha is None:
+        raise ValueError(f"alert {alerta_id} does not exist")
+    (tenant_id, motivo, aberto_em, fechado_em, agendamento_id, nome, tipo) = linha[:7]
+    destinatarios = json_do_banco(linha[7]) or []
+    planejado_para, prazo_em, job_id, job_status, fuso = linha[8:]
+    instante = fechado_em if evento == Evento.ALERTA_FECHADO else aberto_em
+    payload = {
+        "type": evento,
+        "timestamp": _iso(instante or datetime.now(UTC)),
+        "data": {
+            "id": alerta_id,
+            "motivo": motivo,
+            "agendamento": {"id": agendamento_id, "nome": nome},
+            "tipo": tipo,
+            "planejado_para": _iso(planejado_para),
+            "prazo_em": _iso(prazo_em),
+            "aberto_em": _iso(aberto_em),
+            "fechado_em": _iso(fechado_em) if fechado_em else None,
+            "job": {"id": job_id, "status": job_status} if job_id else None,
+            # The tenant's zone: the schedule's cron and deadline are on it.
+            "fuso_horario": fuso,
+        },
+    }
+    base = f"alerta-{alerta_id}-{evento.split('.')[1]}"
+    linhas: list[tuple[str, str, int | None, list[str]]] = [
+        (f"{base}-webhook-{webhook_id}", Canal.WEBHOOK, webhook_id, [])
+        for webhook_id in Webhook.objects.filter(
+            tenant_id=tenant_id, ativo=True, eventos__contains=[evento]
+        ).values_list("id", flat=True)
+    ]
+    if evento == Evento.ALERTA_ABERTO:
+        emails = _sem_repeticao([*destinatarios, *settings.RELATORIOS_EMAILS_SUPORTE])
+        if emails:
+            linhas.append((f"{base}-email", Canal.EMAIL, None, emails))
+    if not linhas:
+        return 0
+    with connection.cursor() as cursor:
+        # One statement for all destinations; ON CONFLICT makes a second call
+        # (a retried transaction, a second checker) write nothing.
+        valores = ", ".join(
+            # Typed: a VALUES list whose webhook_id is NULL in every row (an
+            # email-only alert) would otherwise be text.
+            ["(%s, %s::bigint, %s, %s, %s::bigint, %s::jsonb, %s::jsonb, %s::bigint)"]
+            * len(linhas)
+        )
+        parametros: list[Any] = []
+        corpo = json.dumps(payload)
+        for mensagem_id, canal, webhook_id, emails in linhas:
+            parametros += [
+                mensagem_id,
+                tenant_id,
+                canal,
+                evento,
+                webhook_id,
+                json.dumps(emails),
+                corpo,
+                alerta_id,
+            ]
+        cursor.execute(
+            f"""
+            INSERT INTO relatorio_entregas
+                   (mensagem_id, tenant_id, canal, evento, webhook_id,
+                    destinatarios, payload, alerta_id,
+                    estado, tentativas, ultimo_erro, enfileirada_em)
+            SELECT v.*, 'pendente', 0, '', now()
+              FROM (VALUES {valores}) AS v
+            ON CONFLICT (mensagem_id) DO NOTHING
+            RETURNING id
+            """,
+            parametros,
+        )
+        novas = [linha[0] for linha in cursor.fetchall()]
+    enfileirar(entrega_ids=novas)
+    return len(novas)
+
+
+def enfileirar(*, entrega_ids: list[int], quando: datetime | None = None) -> None:
+    """One queue message per delivery, due at `quando` (None: now), in the
+    caller's transaction."""
+    for entrega_id in entrega_ids:
+        mensagens.enfileirar(
+            mensagens.TAREFA_ENTREGA,
+            entrega_id,
+            nome=f"entrega-{entrega_id}",
+            timeout=prazo_de_envio_s(),
+            quando=quando,
+        )
+
+
+def prazo_de_envio_s() -> int:
+    """How long one attempt may take: the sender's lease, and the worker's hard stop."""
+    return int(
+        2 * settings.RELATORIOS_WEBHOOK_TIMEOUT_S
+        + settings.EMAIL_TIMEOUT
+        + settings.RELATORIOS_MARGEM_HARD_STOP_S
+    )
+
+
+def reenviar(*, entrega_id: int) -> bool:
+    """Support's action: a failed (or pending) delivery goes back to pending
+    now, with its attempts reset and a fresh message. False if it was already
+    delivered, or a sender holds it right now."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE relatorio_entregas
+               SET estado = 'pendente', tentativas = 0, proxima_em = now(),
+                   enfileirada_em = now(), em_curso_ate = NULL
+             WHERE id = %s AND estado IN ('pendente', 'falhou')
+               AND (em_curso_ate IS NULL OR em_curso_ate < now())
+            """,
+            [entrega_id],
+        )
+        feito = cursor.rowcount == 1
+        if feito:
+            enfileirar(entrega_ids=[entrega_id])
+    if feito:
+        logger.info("entrega reenviada", extra={"entrega_id": entrega_id})
+    return feito
+
+
+def varrer() -> VarreduraDeEntregas:
+    """One pass over what nobody else will fix; safe with any number of copies.
+
+    The cluster's supervisor must call it on every sweep, next to
+    `services.varrer()`.
+
+    1. Subscriptions of jobs that already ended (a request subscribed while
+       the job was finishing) get their email delivery; deterministic ids
+       keep it to one per address and end.
+    2. Lost messages: pending deliveries due for more than
+       RELATORIOS_REENFILEIRAR_APOS_S, not held by a sender, whose message is
+       that old and no longer waiting in the queue, get a new one (a
+       duplicate is harmless: the claim is guarded).
+    """
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            WITH fim AS (
+                SELECT id, tenant_id, tipo, status, erro, concluido_em
+                  FROM relatorio_jobs
+                 WHERE id IN (SELECT job_id FROM relatorio_inscricoes)
+                   AND status IN ('pronto', 'falhou')
+            ), {sql_entregas_de_jobs(webhooks=False)}
+            SELECT id FROM novas
+            """,
+            {"url_base": settings.RELATORIOS_URL_BASE},
+        )
+        atendidas = [linha[0] for linha in cursor.fetchall()]
+        enfileirar(entrega_ids=atendidas)
+    resultado = VarreduraDeEntregas(
+        inscricoes_atendidas=len(atendidas), reenfileiradas=_reenfileirar_perdidas()
+    )
+    if resultado.inscricoes_atendidas or resultado.reenfileiradas:
+        logger.info("varredura de entregas", extra=vars(resultado))
+    return resultado
+
+
+def _reenfileirar_perdidas() -> int:
+    limite = settings.RELATORIOS_REENFILEIRAR_APOS_S
+    antes = Now() - timedelta(seconds=limite)
+    candidatas = list(
+        Entrega.objects.filter(estado="pendente", proxima_em__lte=antes)
+        .filter(Q(enfileirada_em__isnull=True) | Q(enfileirada_em__lt=antes))
+        .filter(Q(em_curso_ate__isnull=True) | Q(em_curso_ate__lt=Now()))
+        .values_list("id", flat=True)[:1000]
+    )
+    linhas = mensagens.reenfileirar_perdidas(
+        tarefa=mensagens.TAREFA_ENTREGA,
+        candidatas=candidatas,
+        reservar="""
+            UPDATE relatorio_entregas SET enfileirada_em = now()
+             WHERE id = ANY(%s) AND estado = 'pendente'
+               AND (enfileirada_em IS NULL
+                    OR enfileirada_em < now() - make_interval(secs => %s))
+            RETURNING id
+        """,
+        limite_s=limite,
+        enfileirar_linhas=_enfileirar_perdidas,
+    )
+    return len(linhas)
+
+
+def _enfileirar_perdidas(linhas: list[tuple[Any, ...]]) -> None:
+    enfileirar(entrega_ids=[entrega_id for (entrega_id,) in linhas])
+    for (entrega_id,) in linhas:
+        logger.warning(
+            "mensagem perdida: entrega reenfileirada", extra={"entrega_id": entrega_id}
+        )
+
+
+def _exigir_transacao() -> None:
+    # The outbox's promise (written with the change, or not at all) holds only
+    # inside the transaction that makes the change.
+    if not connection.in_atomic_block:
+        raise RuntimeError("call inside the transaction of the change it reports")
+
+
+def _iso(instante: datetime) -> str:
+    return instante.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _sem_repeticao(emails: list[Any]) -> list[str]:
+    vistos: dict[str, str] = {}
+    for email in emails:
+        if isinstance(email, str) and email.strip():
+            vistos.setdefault(email.strip().lower(), email.strip())
+    return list(vistos.values())

@@ -1,0 +1,100 @@
+"""A tenant's webhooks: registration, their address checked, their signing secret."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import secrets
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.core.validators import URLValidator
+from django.http import Http404
+from django.shortcuts import get_object_or_404
+
+from relatorios.banco.comum import ID_MAXIMO
+from relatorios.models import Evento, Webhook
+from relatorios.notificacoes.destinos import DestinoRecusado, destino
+from relatorios.tipos.normalizacao import ErroDeParametro
+
+logger = logging.getLogger(__name__)
+
+
+EVENTOS = tuple(Evento.values)
+
+
+def registrar_webhook(
+    *, tenant_id: int, url: Any, eventos: Any, usuario_id: int | None
+) -> Webhook:
+    """Create a tenant's webhook with a new secret, returned once in `segredo`.
+
+    ErroDeParametro names `url` or `eventos` when they are invalid; the URL
+    must pass the same address rule as each delivery.
+    """
+    url_valida = validar_url(url)
+    eventos_validos = validar_eventos(eventos)
+    webhook = Webhook.objects.create(
+        tenant_id=tenant_id,
+        url=url_valida,
+        eventos=eventos_validos,
+        segredo=novo_segredo(),
+        criado_por_id=usuario_id,
+    )
+    logger.info(
+        "webhook registrado",
+        extra={"webhook_id": webhook.pk, "tenant_id": tenant_id},
+    )
+    return webhook
+
+
+def remover_webhook(*, tenant_id: int, webhook_id: int) -> bool:
+    """Delete a tenant's webhook; False if it is not this tenant's.
+
+    Its deliveries stay for the record (their `webhook` becomes empty); the
+    pending ones fail at their next attempt.
+    """
+    removidos, _ = Webhook.objects.filter(pk=webhook_id, tenant_id=tenant_id).delete()
+    return removidos > 0
+
+
+def novo_segredo() -> str:
+    # 24 random bytes (192 bits), in the form every Standard Webhooks library reads.
+    return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+def validar_url(url: Any) -> str:
+    if not isinstance(url, str) or not url.strip():
+        raise ErroDeParametro("url", "informe a URL do webhook")
+    url = url.strip()
+    if len(url) > 2000:
+        raise ErroDeParametro("url", "URL longa demais (máximo 2000 caracteres)")
+    try:
+        URLValidator(schemes=["http", "https"])(url)
+    except ValidationError:
+        raise ErroDeParametro("url", "URL inválida") from None
+    try:
+        destino(url)
+    except DestinoRecusado as recusa:
+        raise ErroDeParametro("url", str(recusa)) from None
+    return url
+
+
+def validar_eventos(eventos: Any) -> list[str]:
+    if not isinstance(eventos, list) or not eventos:
+        raise ErroDeParametro(
+            "eventos", f"informe uma lista com um ou mais de: {', '.join(EVENTOS)}"
+        )
+    desconhecidos = [e for e in eventos if e not in EVENTOS]
+    if desconhecidos:
+        raise ErroDeParametro(
+            "eventos",
+            f"evento desconhecido: {desconhecidos[0]!s}; use {', '.join(EVENTOS)}",
+        )
+    return sorted(set(eventos))
+
+
+def webhook_do_tenant(*, tenant_id: int, webhook_id: int) -> Webhook:
+    """The one tenant-scoped read: another tenant's webhook is a 404, never a 403."""
+    if webhook_id > ID_MAXIMO:
+        raise Http404
+    return get_object_or_404(Webhook, pk=webhook_id, tenant_id=tenant_id)

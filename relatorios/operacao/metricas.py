@@ -1,0 +1,575 @@
+"""Prometheus metrics: what happened (counters, histograms) and what is (gauges).
+
+Two kinds, for two reasons:
+
+- Events are counted where they happen, in whichever process: a web
+  worker (submits, 429s), a cluster worker (a job finished, its duration),
+  the cluster's supervisor (orphans recovered, lost messages re-enqueued).
+  prometheus_client's multiprocess mode keeps each process's values in a
+  file of the server's folder (config/metricas_dir.py) and a scrape sums
+  them, so a worker that was recycled still counts.
+- State is read from the database at scrape time (`EstadoDoBanco`): jobs
+  pending and running, the oldest pending, stuck jobs, open alerts, cluster
+  liveness. The database is the truth shared by every host; a gauge kept in
+  one process would only know that process's part. One statement per group,
+  each bounded by a partial index, so a scrape stays cheap with millions of
+  finished jobs.
+
+Labels are bounded: `tipo` is one of the registered report types (anything
+else is "outro"), the others are fixed enumerations. No tenant, job or
+schedule id is ever a label: a per-tenant view is a query in the admin.
+
+Who may scrape: `autorizado` (RELATORIOS_METRICAS_REDES, RELATORIOS_METRICAS_TOKEN),
+on the web's /metrics and on a cluster's own port (RELATORIOS_METRICAS_PORTA).
+"""
+
+from __future__ import annotations
+
+import functools
+import hmac
+import ipaddress
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+from wsgiref.simple_server import make_server
+
+from django import db
+from django.conf import settings
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+from django_prometheus.middleware import PrometheusAfterMiddleware
+from django_prometheus.utils import Time, TimeSince
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
+from prometheus_client.registry import Collector
+
+from relatorios import tipos
+from relatorios.operacao import acesso
+
+logger = logging.getLogger(__name__)
+
+# --- Events (any process) ----------------------------------------------------------
+
+SUBMISSOES = Counter(
+    "relatorios_submissoes",
+    "Report requests by outcome: novo (a job was created), reaproveitado (an "
+    "existing pending, running or valid job answered), reiniciado (a failed or "
+    "expired job started over), rejeitado (400 for the parameters, 429 for the "
+    "tenant's pending cap).",
+    ["tipo", "desfecho"],
+)
+FINALIZADOS = Counter(
+    "relatorios_jobs_finalizados",
+    "Jobs that reached a final status (pronto or falhou).",
+    ["tipo", "status"],
+)
+# Reports run from a fraction of a second to the 5-minute statement timeout.
+DURACAO = Histogram(
+    "relatorios_job_duracao_segundos",
+    "One attempt's time from its claim to its end, whatever the outcome.",
+    ["tipo"],
+    buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
+)
+ESPERA = Histogram(
+    "relatorios_job_espera_segundos",
+    "Time from the request (or restart) to the first attempt's start.",
+    ["tipo"],
+    buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600),
+)
+RETENTATIVAS = Counter(
+    "relatorios_retentativas",
+    "Attempts that failed for a transient reason and were scheduled again.",
+    ["tipo"],
+)
+TIMEOUTS = Counter(
+    "relatorios_timeouts",
+    "Attempts stopped by a time limit: the statement timeout (consulta) or "
+    "django-q2's hard stop (parada_forcada).",
+    ["tipo", "limite"],
+)
+ORFAOS = Counter(
+    "relatorios_orfaos_recuperados",
+    "Running jobs whose worker stopped beating, taken back by the sweep: "
+    "pendente (retried) or falhou (attempts exhausted).",
+    ["desfecho"],
+)
+REENFILEIRADOS = Counter(
+    "relatorios_mensagens_reenfileiradas",
+    "Pending jobs whose queue message was lost and that got a new one.",
+)
+DEVOLVIDOS = Counter(
+    "relatorios_jobs_devolvidos",
+    "Running jobs handed back to pendente by a cluster that was stopping.",
+)
+RECUSAS_429 = Counter(
+    "relatorios_recusas_429",
+    "Requests answered 429: limite_api (requests per token per window) or "
+    "limite_pendentes (the tenant's pending cap).",
+    ["motivo"],
+)
+ENTREGAS = Counter(
+    "relatorios_entregas_finalizadas",
+    "Notifications that reached a final state: entregue, or falhou after "
+    "their last attempt.",
+    ["canal", "estado"],
+)
+ENTREGAS_TENTATIVAS_FALHAS = Counter(
+    "relatorios_entregas_tentativas_falhas",
+    "Delivery attempts that failed (a retry may still succeed).",
+    ["canal"],
+)
+ALERTAS_ABERTOS = Counter(
+    "relatorios_alertas_abertos_eventos",
+    "Absence alerts opened (a scheduled report not pronto by its deadline).",
+)
+EXECUTANDO_AQUI = Gauge(
+    "relatorios_worker_jobs_executando",
+    "Jobs running right now in this server's worker processes.",
+    multiprocess_mode="livesum",
+)
+
+_CANAIS = {"webhook", "email"}
+
+
+def rotulo_do_tipo(tipo: str) -> str:
+    """The tipo as a label: a registered type, or "outro" (bounded)."""
+    return tipo if tipo in tipos.registro() else "outro"
+
+
+def submissao(*, tipo: str, desfecho: str) -> None:
+    SUBMISSOES.labels(rotulo_do_tipo(tipo), desfecho).inc()
+
+
+def job_terminado(
+    *, tipo: str, desfecho: str, duracao_s: float, timeout: str | None = None
+) -> None:
+    """One attempt ended; `desfecho` is execucao's (pronto, falhou, adiado, ...)."""
+    rotulo = rotulo_do_tipo(tipo)
+    DURACAO.labels(rotulo).observe(duracao_s)
+    if desfecho in ("pronto", "falhou"):
+        FINALIZADOS.labels(rotulo, desfecho).inc()
+    elif desfecho == "adiado":
+        RETENTATIVAS.labels(rotulo).inc()
+    elif desfecho == "desligamento":
+        DEVOLVIDOS.inc()
+    if timeout is not None:
+        TIMEOUTS.labels(rotulo, timeout).inc()
+
+
+def job_iniciado(*, tipo: str, espera_s: float | None) -> None:
+    if espera_s is not None:
+        ESPERA.labels(rotulo_do_tipo(tipo)).observe(max(0.0, espera_s))
+
+
+def orfaos(*, tipos_e_status: Iterable[tuple[str, str]]) -> None:
+    for tipo, status in tipos_e_status:
+        ORFAOS.labels(status).inc()
+        if status == "falhou":
+            FINALIZADOS.labels(rotulo_do_tipo(tipo), "falhou").inc()
+
+
+def reenfileirados(n: int) -> None:
+    if n:
+        REENFILEIRADOS.inc(n)
+
+
+def recusa_429(motivo: str) -> None:
+    RECUSAS_429.labels(motivo).inc()
+
+
+def entrega(*, canal: str, estado: str | None, ok: bool) -> None:
+    rotulo = canal if canal in _CANAIS else "outro"
+    if not ok:
+        ENTREGAS_TENTATIVAS_FALHAS.labels(rotulo).inc()
+    if estado in ("entregue", "falhou"):
+        ENTREGAS.labels(rotulo, estado).inc()
+
+
+def alerta_aberto() -> None:
+    ALERTAS_ABERTOS.inc()
+
+
+# --- State (read from the database at scrape time) -------------------------------
+
+# Each subquery matches one partial index (relatorio_jobs_fila,
+# relatorio_jobs_executando): a scrape never reads finished jobs.
+_SQL_JOBS = """
+SELECT (SELECT count(*) FROM relatorio_jobs WHERE status = 'pendente'),
+       (SELECT count(*) FROM relatorio_jobs
+         WHERE status = 'pendente' AND enfileirado_em IS NULL),
+       (SELECT extract(epoch FROM now() - min(criado_em))
+          FROM relatorio_jobs WHERE status = 'pendente'),
+       (SELECT count(*) FROM relatorio_jobs WHERE status = 'executando'),
+       (SELECT count(*) FROM relatorio_jobs
+         WHERE status = 'executando'
+           AND heartbeat_em < now() - make_interval(secs => %(orfao)s)),
+       (SELECT count(*) FROM (SELECT 1 FROM relatorio_jobs
+                               WHERE status = 'executando'
+                               GROUP BY tenant_id
+                              HAVING count(*) >= %(limite)s) AS no_limite)
+"""
+
+# Open alerts (relatorio_alertas_abertos), occurrences past their deadline the
+# checker has not settled yet (relatorio_ocorr_a_conferir), and the oldest
+# "last success" among active schedules: per schedule, its newest pronto
+# occurrence (the unique (agendamento, planejado_para) index), or its
+# activation if it never succeeded. One number, not one series per schedule.
+_SQL_AGENDAMENTOS = """
+SELECT (SELECT count(*) FROM relatorio_alertas WHERE fechado_em IS NULL),
+       (SELECT count(*) FROM relatorio_ocorrencias
+         WHERE NOT conferida AND prazo_em < now()),
+       (SELECT extract(epoch FROM min(coalesce(u.ultimo, a.ativo_desde)))
+          FROM relatorio_agendamentos a
+          CROSS JOIN LATERAL (
+                SELECT max(j.concluido_em) AS ultimo
+                  FROM relatorio_ocorrencias o
+                  JOIN relatorio_jobs j ON j.id = o.job_id AND j.status = 'pronto'
+                 WHERE o.agendamento_id = a.id) AS u
+         WHERE a.ativo AND a.excluido_em IS NULL),
+       (SELECT count(*) FROM relatorio_agendamentos
+         WHERE ativo AND excluido_em IS NULL)
+"""
+
+# Pending deliveries (relatorio_entregas_pendentes) and how long the oldest waits.
+_SQL_ENTREGAS = """
+SELECT count(*), extract(epoch FROM now() - min(criado_em))
+  FROM relatorio_entregas WHERE estado = 'pendente'
+"""
+
+
+def _gauge(nome: str, documentacao: str, valor: Any) -> GaugeMetricFamily:
+    # Never (no pending job, no cluster ever) is +Inf for an age: "older than
+    # any threshold", which is what an alert on it should read.
+    numero = float("inf") if valor is None else float(valor)
+    return GaugeMetricFamily(nome, documentacao, value=numero)
+
+
+class EstadoDoBanco(Collector):
+    """The gauges read from the database, one statement per group."""
+
+    def collect(self) -> Iterator[Metric]:
+        try:
+            metricas = list(self._ler())
+        except DatabaseError:
+            logger.warning("métricas: banco indisponível", exc_info=True)
+            yield _gauge(
+                "relatorios_estado_coletado",
+                "1 if the database-backed gauges were read in this scrape.",
+                0,
+            )
+            return
+        yield from metricas
+        yield _gauge(
+            "relatorios_estado_coletado",
+            "1 if the database-backed gauges were read in this scrape.",
+            1,
+        )
+
+    def _ler(self) -> Iterator[Metric]:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                _SQL_JOBS,
+                {
+                    "orfao": settings.RELATORIOS_ORFAO_APOS_S,
+                    "limite": settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT,
+                },
+            )
+            pendentes, sem_vaga, mais_antigo, executando, travados, no_limite = (
+                cursor.fetchone()
+            )
+            cursor.execute(_SQL_AGENDAMENTOS)
+            abertos, atrasadas, ultimo_sucesso, agendamentos_ativos = cursor.fetchone()
+            cursor.execute(_SQL_ENTREGAS)
+            entregas_pendentes, entrega_mais_antiga = cursor.fetchone()
+        # Imported here: clusters imports services, which counts through here.
+        from relatorios.fila import clusters
+
+        saude = clusters.saude()
+
+        jobs = GaugeMetricFamily(
+            "relatorios_jobs",
+            "Jobs still owing an answer, by status (finished ones are counted "
+            "by relatorios_jobs_finalizados_total).",
+            labels=["status"],
+        )
+        jobs.add_metric(["pendente"], pendentes)
+        jobs.add_metric(["executando"], executando)
+        yield jobs
+        yield _gauge(
+            "relatorios_jobs_aguardando_vaga",
+            "Pending jobs without a queue message: their tenant is at its "
+            "running limit.",
+            sem_vaga,
+        )
+        yield _gauge(
+            "relatorios_pendente_mais_antigo_segundos",
+            "Age of the oldest pending job (0 when none).",
+            mais_antigo or 0,
+        )
+        yield _gauge(
+            "relatorios_jobs_travados",
+            "Running jobs whose heartbeat is older than RELATORIOS_ORFAO_APOS_S "
+            "(the sweep should take them back: non-zero for long means no sweep).",
+            travados,
+        )
+        yield _gauge(
+            "relatorios_tenants_no_limite",
+            "Tenants running RELATORIOS_MAX_EXECUTANDO_POR_TENANT jobs at once.",
+            no_limite,
+        )
+        yield _gauge(
+            "relatorios_alertas_abertos",
+            "Absence alerts not closed: scheduled reports that missed their deadline.",
+            abertos,
+        )
+        yield _gauge(
+            "relatorios_ocorrencias_atrasadas",
+            "Scheduled occurrences past their deadline that the checker has not "
+            "settled yet (grows when no checker runs).",
+            atrasadas,
+        )
+        yield _gauge(
+            "relatorios_agendamentos_ativos",
+            "Active schedules.",
+            agendamentos_ativos,
+        )
+        yield _gauge(
+            "relatorios_agendamento_ultimo_sucesso_timestamp",
+            "Unix time of the oldest 'last pronto report' among active schedules "
+            "(activation time for one that never succeeded; 0 when none).",
+            ultimo_sucesso or 0,
+        )
+        yield _gauge(
+            "relatorios_entregas_pendentes",
+            "Notifications (webhooks, emails) not yet delivered nor given up.",
+            entregas_pendentes,
+        )
+        yield _gauge(
+            "relatorios_entrega_pendente_mais_antiga_segundos",
+            "Age of the oldest pending notification (0 when none).",
+            entrega_mais_antiga or 0,
+        )
+        yield _gauge(
+            "relatorios_cluster_batimento_idade_segundos",
+            "Seconds since the newest heartbeat of a running cluster (+Inf: none).",
+            saude["cluster_batimento_idade_s"],
+        )
+        yield _gauge(
+            "relatorios_verificador_idade_segundos",
+            "Seconds since any cluster's checker of absence alerts finished a "
+            "pass (+Inf: never).",
+            saude["verificador_idade_s"],
+        )
+        yield _gauge(
+            "relatorios_clusters_vivos",
+            "Clusters that beat within RELATORIOS_ORFAO_APOS_S.",
+            saude["clusters_vivos"],
+        )
+
+
+# --- Exposition --------------------------------------------------------------------
+
+
+def multiprocesso() -> bool:
+    return bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
+
+
+class _Exposicao:
+    """This server's events (every process's, or this process's) plus the state."""
+
+    def __init__(self) -> None:
+        if multiprocesso():
+            self.eventos: Any = CollectorRegistry()
+            multiprocess.MultiProcessCollector(self.eventos)
+        else:
+            self.eventos = REGISTRY
+        self.estado = EstadoDoBanco()
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.eventos.collect()
+        yield from self.estado.collect()
+
+
+def exposicao() -> bytes:
+    """The scrape's body, in Prometheus' text format."""
+    return generate_latest(_Exposicao())
+
+
+def autorizado(*, endereco: str | None, autorizacao: str) -> bool:
+    """May this caller read the metrics? A bearer token equal to
+    RELATORIOS_METRICAS_TOKEN (when set), or an address inside one of
+    RELATORIOS_METRICAS_REDES."""
+    token = settings.RELATORIOS_METRICAS_TOKEN
+    esquema, _, credencial = autorizacao.partition(" ")
+    if (
+        token
+        and esquema.lower() == "bearer"
+        and hmac.compare_digest(credencial.strip().encode(), token.encode())
+    ):
+        return True
+    if not endereco:
+        return False
+    try:
+        ip = ipaddress.ip_address(endereco.split("%")[0])
+    except ValueError:
+        return False
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    return any(ip in rede for rede in _redes(tuple(settings.RELATORIOS_METRICAS_REDES)))
+
+
+@functools.cache
+def _redes(
+    textos: tuple[str, ...],
+) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    return [ipaddress.ip_network(texto, strict=False) for texto in textos]
+
+
+@never_cache
+@require_GET
+def exportar(request: HttpRequest) -> HttpResponse:
+    """GET /metrics, for Prometheus; 403 unless `autorizado`."""
+    if not autorizado(
+        endereco=acesso.ip_do_cliente(request),
+        autorizacao=request.headers.get("Authorization", ""),
+    ):
+        return HttpResponse(
+            "proibido\n", status=403, content_type="text/plain; charset=utf-8"
+        )
+    return HttpResponse(exposicao(), content_type=CONTENT_TYPE_LATEST)
+
+
+# --- HTTP (django-prometheus) ------------------------------------------------------
+
+
+class MetricasHttp(PrometheusAfterMiddleware):
+    """django-prometheus' middleware, keeping two of its ~15 updates per request.
+
+    Its pair of middlewares counts each request in about fifteen series
+    (by method, by transport, body sizes, charset, latency before and after
+    the other middlewares...): measured here, 300 µs of CPU on a 1.9 ms status
+    poll in multiprocess mode. This one, first in MIDDLEWARE, keeps responses
+    by status, view and method and the latency by view and method (all the
+    middlewares included), the series the dashboard reads, with the same
+    names, and exceptions by type.
+    """
+
+    def process_request(self, request: HttpRequest) -> None:
+        request.prometheus_after_middleware_event = Time()  # type: ignore[attr-defined]
+
+    def process_view(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def process_template_response(
+        self, request: HttpRequest, response: HttpResponse
+    ) -> HttpResponse:
+        return response
+
+    def process_response(
+        self, request: HttpRequest, response: HttpResponse
+    ) -> HttpResponse:
+        metodo = self._method(request)
+        view = self._get_view_name(request)
+        self.metrics.responses_by_status_view_method.labels(
+            status=str(response.status_code), view=view, method=metodo
+        ).inc()
+        inicio = getattr(request, "prometheus_after_middleware_event", None)
+        if inicio is not None:
+            self.metrics.requests_latency_by_view_method.labels(
+                view=view, method=metodo
+            ).observe(TimeSince(inicio))
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> None:
+        # Only the count: the response Django makes of it passes above.
+        self.metrics.exceptions_by_type.labels(type=type(exception).__name__).inc()
+
+
+# --- A cluster's own port ------------------------------------------------------------
+
+
+def _app_do_cluster(
+    environ: dict[str, Any], responder: Callable[..., Any]
+) -> Iterable[bytes]:
+    try:
+        if environ.get("PATH_INFO", "/") not in ("/", "/metrics"):
+            responder("404 Not Found", [("Content-Type", "text/plain")])
+            return [b"not found\n"]
+        if not autorizado(
+            endereco=environ.get("REMOTE_ADDR"),
+            autorizacao=environ.get("HTTP_AUTHORIZATION", ""),
+        ):
+            responder("403 Forbidden", [("Content-Type", "text/plain")])
+            return [b"proibido\n"]
+        corpo = exposicao()
+        responder("200 OK", [("Content-Type", CONTENT_TYPE_LATEST)])
+        return [corpo]
+    finally:
+        # A thread per scrape: its database connection goes with it.
+        db.connections.close_all()
+
+
+def servir_no_cluster(*, porta: int, endereco: str) -> ThreadingWSGIServer:
+    """Serve this cluster's metrics (all its processes, plus the state) on
+    `endereco:porta`, from a daemon thread of the supervisor."""
+    servidor = make_server(
+        endereco,
+        porta,
+        _app_do_cluster,
+        ThreadingWSGIServer,
+        handler_class=_SilentHandler,
+    )
+    threading.Thread(
+        target=servidor.serve_forever, name="metricas", daemon=True
+    ).start()
+    logger.info(
+        "métricas do cluster servidas",
+        extra={"endereco": endereco, "porta": servidor.server_port},
+    )
+    return servidor
+
+
+_ARQUIVO_DE_GAUGE_VIVO = re.compile(r"^gauge_live\w+_(\d+)\.db$")
+
+
+def esquecer_processos_mortos() -> int:
+    """mark_process_dead for every process of this server that has exited
+    (django-q2 replaces workers without a hook of its own: the supervisor
+    calls this periodically). Its counters stay; its live gauges go."""
+    pasta = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if not pasta:
+        return 0
+    mortos = set()
+    for arquivo in Path(pasta).glob("gauge_live*.db"):
+        encontrado = _ARQUIVO_DE_GAUGE_VIVO.match(arquivo.name)
+        if encontrado and not _vivo(int(encontrado.group(1))):
+            mortos.add(int(encontrado.group(1)))
+    for pid in mortos:
+        multiprocess.mark_process_dead(pid, pasta)
+    return len(mortos)
+
+
+def _vivo(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

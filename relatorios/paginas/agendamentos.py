@@ -1,0 +1,200 @@
+"""The managers' schedule pages (pt-BR): their scheduled reports and alerts.
+
+Thin like the rest of the pages: the form collects, `agendamentos` decides
+(creating validates the cron, the deadline and the stores; pausing, resuming
+and deleting are guarded updates), and every read is scoped to the user's
+tenant, so another tenant's schedule is a 404.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.contrib import messages
+from django.db.models import F, QuerySet, Window
+from django.db.models.functions import RowNumber
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from relatorios import tipos
+from relatorios.agendamentos import agenda
+from relatorios.jobs import consultas
+from relatorios.models import Agendamento, Alerta, Ocorrencia
+from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
+from relatorios.paginas.forms import AgendamentoForm
+from relatorios.tipos import normalizacao
+
+# Occurrences shown per schedule, and closed alerts shown.
+OCORRENCIAS_POR_AGENDAMENTO = 3
+ALERTAS_FECHADOS = 20
+ALERTAS_ABERTOS = 100
+
+_ACOES = {
+    "pausar": (agenda.pausar, "Agendamento pausado.", "já estava pausado"),
+    "retomar": (
+        agenda.retomar,
+        "Agendamento retomado: os próximos disparos voltam a acontecer.",
+        "já estava ativo",
+    ),
+    "excluir": (agenda.excluir, "Agendamento excluído.", "já estava excluído"),
+}
+
+
+@require_GET
+@gerente
+def lista(request: HttpRequest) -> HttpResponse:
+    return _pagina(request)
+
+
+@require_POST
+@gerente
+def criar(request: HttpRequest) -> HttpResponse:
+    form = _formulario(request, dados=request.POST)
+    if not form.is_valid():
+        return _pagina(request, form=form, status=400)
+    try:
+        agendamento = agenda.criar(
+            tenant_id=tenant_id_do_pedido(request),
+            usuario_id=request.user.pk,
+            **form.argumentos(),
+        )
+    except normalizacao.ErroDeParametro as erro:
+        form.erro_do_servico(erro.campo, erro.mensagem)
+        return _pagina(request, form=form, status=400)
+    messages.success(request, f"Agendamento «{agendamento}» criado.")
+    return redirect("agendamentos")
+
+
+@require_POST
+@gerente
+def agir(request: HttpRequest, agendamento_id: int, acao: str) -> HttpResponse:
+    """Pause, resume or delete one of the tenant's schedules."""
+    if acao not in _ACOES:
+        raise Http404("ação desconhecida")
+    tenant_id = tenant_id_do_pedido(request)
+    agendamento = _agendamento_do_tenant(tenant_id, agendamento_id)
+    servico, feito, sem_efeito = _ACOES[acao]
+    # The service is scoped too: the 404 above is for the page, this is the guard.
+    if servico(agendamento_id=agendamento.pk, tenant_id=tenant_id):
+        messages.success(request, feito)
+    else:
+        messages.warning(request, f"Nada mudou: o agendamento {sem_efeito}.")
+    return redirect("agendamentos")
+
+
+def _agendamento_do_tenant(tenant_id: int, agendamento_id: int) -> Agendamento:
+    if not 0 < agendamento_id <= consultas.ID_MAXIMO:
+        raise Http404("agendamento não encontrado")
+    agendamento = (
+        Agendamento.objects.filter(
+            pk=agendamento_id, tenant_id=tenant_id, excluido_em__isnull=True
+        )
+        .only("id")
+        .first()
+    )
+    if agendamento is None:
+        raise Http404("agendamento não encontrado")
+    return agendamento
+
+
+# --- The page -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LinhaDeAgendamento:
+    """One schedule as the page shows it."""
+
+    agendamento: Agendamento
+    titulo: str
+    prazo: str
+    proximos: list[datetime]
+    ocorrencias: list[Ocorrencia]
+
+
+def _pagina(
+    request: HttpRequest, *, form: AgendamentoForm | None = None, status: int = 200
+) -> HttpResponse:
+    tenant_id = tenant_id_do_pedido(request)
+    lista_de_agendamentos = list(
+        Agendamento.objects.filter(tenant_id=tenant_id, excluido_em__isnull=True)
+        .select_related("tenant")
+        .order_by("-ativo", "nome", "id")
+    )
+    ocorrencias = _ultimas_ocorrencias([a.pk for a in lista_de_agendamentos])
+    linhas = [
+        LinhaDeAgendamento(
+            agendamento=a,
+            titulo=titulo_do_tipo(a.tipo),
+            prazo=prazo_em_texto(a.prazo),
+            proximos=agenda.proximos_disparos(a, 3),
+            ocorrencias=ocorrencias.get(a.pk, []),
+        )
+        for a in lista_de_agendamentos
+    ]
+    alertas = Alerta.objects.filter(tenant_id=tenant_id).select_related(
+        "ocorrencia__agendamento"
+    )
+    return render(
+        request,
+        "relatorios/agenda.html",
+        {
+            "linhas": linhas,
+            "form": form if form is not None else _formulario(request),
+            "alertas_abertos": list(
+                alertas.filter(fechado_em__isnull=True).order_by("-aberto_em")[
+                    :ALERTAS_ABERTOS
+                ]
+            ),
+            "alertas_fechados": list(
+                alertas.filter(fechado_em__isnull=False).order_by("-fechado_em")[
+                    :ALERTAS_FECHADOS
+                ]
+            ),
+        },
+        status=status,
+    )
+
+
+def _ultimas_ocorrencias(agendamento_ids: list[int]) -> dict[int, list[Ocorrencia]]:
+    """The latest few occurrences of each schedule, in one query (a window
+    over the unique index on (agendamento, planejado_para))."""
+    if not agendamento_ids:
+        return {}
+    consulta: QuerySet[Ocorrencia] = (
+        Ocorrencia.objects.filter(agendamento_id__in=agendamento_ids)
+        .only("id", "agendamento_id", "planejado_para", "estado", "motivo", "job_id")
+        .annotate(
+            ordem=Window(
+                RowNumber(),
+                partition_by=F("agendamento_id"),
+                order_by=F("planejado_para").desc(),
+            )
+        )
+        .filter(ordem__lte=OCORRENCIAS_POR_AGENDAMENTO)
+        .order_by("agendamento_id", "-planejado_para")
+    )
+    por_agendamento: dict[int, list[Ocorrencia]] = {}
+    for ocorrencia in consulta:
+        por_agendamento.setdefault(ocorrencia.agendamento_id, []).append(ocorrencia)
+    return por_agendamento
+
+
+def prazo_em_texto(prazo: timedelta) -> str:
+    """3 h, 90 min -> "1 h 30 min", 2 d: how a deadline reads on the pages."""
+    minutos = int(prazo.total_seconds()) // 60
+    dias, resto = divmod(minutos, 24 * 60)
+    horas, minutos = divmod(resto, 60)
+    partes = [f"{dias} d" if dias else "", f"{horas} h" if horas else ""]
+    partes.append(f"{minutos} min" if minutos or not (dias or horas) else "")
+    return " ".join(p for p in partes if p)
+
+
+def _formulario(request: HttpRequest, dados: Any = None) -> AgendamentoForm:
+    return AgendamentoForm(
+        dados,
+        tipos_disponiveis=[(t.tipo, t.titulo) for t in tipos.registro().values()],
+        lojas=consultas.lojas_do_tenant(tenant_id=tenant_id_do_pedido(request)),
+    )
