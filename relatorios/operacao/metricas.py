@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
-from wsgiref.simple_server import make_server
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from django import db
 from django.conf import settings
@@ -56,7 +56,7 @@ from prometheus_client import (
     multiprocess,
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from relatorios import tipos
@@ -525,6 +525,13 @@ def _app_do_cluster(
         db.connections.close_all()
 
 
+class _SemLinhaDeAcesso(WSGIRequestHandler):
+    """No stderr line per scrape (what prometheus_client's own server does)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 def servir_no_cluster(*, porta: int, endereco: str) -> ThreadingWSGIServer:
     """Serve this cluster's metrics (all its processes, plus the state) on
     `endereco:porta`, from a daemon thread of the supervisor."""
@@ -533,7 +540,7 @@ def servir_no_cluster(*, porta: int, endereco: str) -> ThreadingWSGIServer:
         porta,
         _app_do_cluster,
         ThreadingWSGIServer,
-        handler_class=_SilentHandler,
+        handler_class=_SemLinhaDeAcesso,
     )
     threading.Thread(
         target=servidor.serve_forever, name="metricas", daemon=True
