@@ -23,7 +23,7 @@ is loaded: workers import the app after they start).
 
 granian's internals used here (`MPServer._respawn_workers`,
 `_handle_rss_signal`, `_watch_workers_rss`, `_stop_workers`) are private:
-requirements.txt pins the exact version, and tests/test_servidor.py runs
+requirements.txt pins the exact version, and tests/config/test_servidor.py runs
 every behaviour against real processes.
 """
 

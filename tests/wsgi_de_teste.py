@@ -1,6 +1,6 @@
 """The production WSGI app plus paths only the server's tests use.
 
-tests/test_servidor.py starts the real launcher (config/servidor.py) with
+tests/config/test_servidor.py starts the real launcher (config/servidor.py) with
 this target: everything but `/_teste/...` is config.wsgi's application, so
 the server, its watchdog and recycling are what ships. These paths exist in
 no URLconf: production cannot reach them.

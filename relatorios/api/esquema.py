@@ -2,9 +2,9 @@
 
 The views stay thin: each wears one decorator from here (`@esquema.X`), and
 the shapes below are documentation-only serializers. They are checked
-against the real answers, not trusted: `tests/test_contrato.py` runs
+against the real answers, not trusted: `tests/api/test_contrato.py` runs
 schemathesis against a live server with this schema, and
-`tests/test_openapi.py` fails when the committed `docs/openapi.yaml` drifts.
+`tests/api/test_openapi.py` fails when the committed `docs/openapi.yaml` drifts.
 
 Submitting is one operation per registered report type (`submeter_vendas`,
 ...), not one `/relatorios/{tipo}` with an enum: each type's `200` carries

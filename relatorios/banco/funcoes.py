@@ -18,7 +18,7 @@ Changing a function later (also in sql/README.md):
    CREATE OR REPLACE cannot change a function's arguments or result; when
    they change, the migration drops the old signature first.
 
-tests/test_sql_das_funcoes.py fails until all three are done: the function in
+tests/banco/test_sql_das_funcoes.py fails until all three are done: the function in
 a freshly migrated database must be the file's, the newest migration must
 pin the file's hash, and every historico copy must hash to its name.
 

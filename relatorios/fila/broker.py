@@ -24,7 +24,6 @@ messages without renaming them, exactly as django-q2 does.
 from __future__ import annotations
 
 import multiprocessing
-import uuid
 from datetime import datetime
 from time import sleep
 from typing import Any
@@ -32,8 +31,6 @@ from typing import Any
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
-from django_q.signals import pre_enqueue
-from django_q.signing import SignedPackage
 
 # The id of this process's cluster, shared with the processes django-q2 forks
 # (pusher included) after `definir_cluster`: shared memory, so a cluster that
@@ -48,37 +45,6 @@ def definir_cluster(*, cluster_id: int) -> None:
         # A raw 64-bit value: one aligned word, read without a lock.
         _cluster_id = multiprocessing.RawValue("q", 0)
     _cluster_id.value = cluster_id
-
-
-def pacote(func: str, *args: Any, nome: str, timeout: int) -> str:
-    """The signed package `async_task(func, *args, task_name=nome,
-    q_options={"timeout": timeout})` writes as a message's payload.
-
-    For writers that insert the message row themselves, in a statement of
-    their own (`services.submeter`): the same dict, in the same order, signed
-    with the same key and salt by django-q2's own `SignedPackage`, so its
-    workers cannot tell the difference (tests/test_fila.py compares the two
-    and a real cluster runs it). What it leaves out of `async_task` is the
-    ORM `create` of the row and the "Enqueued" log line; `pre_enqueue` is
-    still sent.
-    """
-    tarefa: dict[str, Any] = {
-        "id": uuid.uuid4().hex,
-        "name": nome,
-        "func": func,
-        "args": args,
-        "timeout": timeout,
-    }
-    if Conf.CACHED:
-        tarefa["cached"] = Conf.CACHED
-    if Conf.SYNC:
-        raise RuntimeError("Q_CLUSTER sync: enqueue through async_task instead")
-    if Conf.ACK_FAILURES:
-        tarefa["ack_failure"] = Conf.ACK_FAILURES
-    tarefa["kwargs"] = {}
-    tarefa["started"] = timezone.now()
-    pre_enqueue.send(sender="django_q", task=tarefa)
-    return str(SignedPackage.dumps(tarefa))
 
 
 def chave_do_cluster(*, fila: str, cluster_id: int) -> str:

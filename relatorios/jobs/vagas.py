@@ -75,7 +75,7 @@ def ocupacao(cursor: CursorWrapper, tenant_id: int) -> tuple[int, int]:
     One subquery per status, each matching one partial index's predicate: a
     single `status IN (...)` matches neither, and the planner walked the
     tenant's whole history on (tenant_id, criado_em) instead (20,000 rows read
-    per submit for a tenant with 20,000 finished jobs; tests/test_indices.py).
+    per submit for a tenant with 20,000 finished jobs; tests/jobs/test_indices.py).
     """
     cursor.execute(
         """

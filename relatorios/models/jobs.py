@@ -54,7 +54,7 @@ class RelatorioJobQuerySet(models.QuerySet["RelatorioJob"]):
 class RelatorioJob(models.Model):
     """One report request of a tenant (seed 000's relatorio_jobs), unique by chave."""
 
-    # The columns mirror seed 000 exactly; tests/test_esquema.py reads the
+    # The columns mirror seed 000 exactly; tests/api/test_esquema.py reads the
     # catalog so a migration cannot drift from it. Extra columns are marked.
     id = models.BigAutoField(primary_key=True)
     chave = models.TextField()

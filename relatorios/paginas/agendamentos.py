@@ -139,7 +139,7 @@ def _pagina(
     )
     return render(
         request,
-        "relatorios/agenda.html",
+        "relatorios/agendamentos.html",
         {
             "linhas": linhas,
             "form": form if form is not None else _formulario(request),

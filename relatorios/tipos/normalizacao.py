@@ -87,7 +87,7 @@ def chave(tenant_id: int, tipo: str, params: Mapping[str, Any]) -> str:
     The tenant is part of the key: without it two clients with the same filter
     would share a result, which is a data leak, not an optimization. Changing
     this function changes every key and silently splits deduplication; the
-    golden test in tests/test_normalizacao.py pins it.
+    golden test in tests/tipos/test_normalizacao.py pins it.
     """
     texto = json.dumps(
         [tenant_id, tipo, params],

@@ -18,6 +18,7 @@ from django.test import Client
 from django.utils import timezone
 from django_q.models import OrmQ
 
+from relatorios.fila import mensagens
 from relatorios.jobs import ciclo, pedidos, suporte
 from relatorios.models import (
     Agendamento,
@@ -124,7 +125,7 @@ def mensagens_de_entrega() -> list[int]:
     return [
         int(m.task["args"][0])
         for m in OrmQ.objects.all()
-        if m.task.get("func") == saida.TAREFA
+        if m.task.get("func") == mensagens.TAREFA_ENTREGA
     ]
 
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
+from relatorios.fila.mensagens import TAREFA_RELATORIO
 from relatorios.jobs import pedidos, vagas
 from relatorios.models import RelatorioJob, Status, Tenant
 from relatorios.tipos import TipoDesconhecido, normalizacao
@@ -212,7 +213,7 @@ def test_mensagem_do_submit_e_a_do_async_task(tenant: Tenant) -> None:
     submissao = submeter(tenant)
     escrita = OrmQ.objects.get()
     async_task(
-        vagas.TAREFA,
+        TAREFA_RELATORIO,
         submissao.job.id,
         task_name=f"relatorio-{submissao.job.id}",
         q_options={"timeout": vagas.timeout_da_tarefa("vendas")},

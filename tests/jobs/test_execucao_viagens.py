@@ -24,7 +24,7 @@ from django_q.models import OrmQ
 from psycopg import sql
 
 from relatorios import tasks
-from relatorios.jobs import execucao, pedidos
+from relatorios.jobs import execucao, pedidos, suporte
 from relatorios.models import Status, Tenant
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio
 from tests import helpers
@@ -305,15 +305,15 @@ def test_job_tirado_da_tentativa_e_parado_pelo_batimento(
 
     monkeypatch.setattr(execucao.Execucao, "parar", espiar)
     job_id = submeter(tenant, "teste_lento")
-    suporte = threading.Timer(
+    acao_do_suporte = threading.Timer(
         0.5,
         lambda: suporte.marcar_como_falhou(job_id=job_id, motivo="suporte"),
     )
-    suporte.start()
+    acao_do_suporte.start()
     try:
         tasks.executar_relatorio(job_id)
     finally:
-        suporte.join()
+        acao_do_suporte.join()
 
     # The heartbeat saw the loss and cancelled the 30 s statement.
     assert paradas == [execucao.PERDIDO]

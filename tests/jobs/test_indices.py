@@ -144,13 +144,13 @@ def test_acerto_e_status_com_o_limite_da_api_usam_indices(tenant: Tenant) -> Non
 def test_reivindicar_concluir_e_despachar_usam_indices(tenant: Tenant) -> None:
     ids = [submeter(tenant, dia) for dia in (1, 2, 3)]
 
-    def ciclo() -> None:
+    def um_ciclo() -> None:
         job = ciclo.reivindicar(job_id=ids[0])
         assert job is not None
         ciclo.batimento(tentativa=job.tentativa)
         ciclo.concluir(tentativa=job.tentativa, resultado={}, validade_s=60)
 
-    resultado = planos_aninhados(ciclo)
+    resultado = planos_aninhados(um_ciclo)
     assert sem_varredura_sequencial(resultado) == []
     # A lookup by id reads one row: never a scan of the pending-only indexes
     # filtered by id (what the planner chose with status = 'pendente' alone).
@@ -225,7 +225,7 @@ def test_ciclo_do_job_nao_le_o_historico_do_tenant(tenant: Tenant) -> None:
     ids = [submeter(tenant, dia) for dia in (1, 2, 3)]
     usuario, _ = helpers.criar_usuario(tenant)
 
-    def ciclo() -> None:
+    def um_ciclo() -> None:
         submeter(tenant, 4)
         submeter(tenant, 4)  # the dedup hit
         # ... and as the API runs them: the limit's UPSERT beside the read.
@@ -249,7 +249,7 @@ def test_ciclo_do_job_nao_le_o_historico_do_tenant(tenant: Tenant) -> None:
         vagas.despachar(tenant_id=tenant.pk)
         varredura.varrer()
 
-    leituras = linhas_por_comando(ciclo)
+    leituras = linhas_por_comando(um_ciclo)
 
     assert len(leituras) >= 11
     assert {sql: n for sql, n in leituras.items() if n > 10} == {}

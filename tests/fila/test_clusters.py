@@ -21,9 +21,9 @@ from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 
 from relatorios.admin import clusters as admin_clusters
-from relatorios.fila import clusters
+from relatorios.fila import clusters, mensagens
 from relatorios.fila.broker import chave_do_cluster
-from relatorios.jobs import pedidos, vagas
+from relatorios.jobs import pedidos
 from relatorios.models import (
     Cluster,
     RelatorioJob,
@@ -84,7 +84,7 @@ def linha_do_cluster(processo: Processo) -> Cluster:
 
 
 def mensagem(job_id: int, *, chave: str, lock: datetime) -> OrmQ:
-    tarefa = {"id": f"t{job_id}", "func": vagas.TAREFA, "args": (job_id,)}
+    tarefa = {"id": f"t{job_id}", "func": mensagens.TAREFA_RELATORIO, "args": (job_id,)}
     return OrmQ.objects.create(
         key=chave, payload=SignedPackage.dumps(tarefa), lock=lock
     )

@@ -1,5 +1,5 @@
 """config/vigia.py alone: the watchdog's decision, the request budget, the
-access line. The same pieces under real processes: tests/test_servidor.py."""
+access line. The same pieces under real processes: tests/config/test_servidor.py."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ import subprocess
 import pytest
 import yaml
 
+from tests.operacao.test_painel import metricas_exportadas, nomes_em
 from tests.processos import RAIZ
-from tests.test_painel import metricas_exportadas, nomes_em
 
 PASTA = RAIZ / "deploy" / "prometheus"
 

@@ -11,8 +11,8 @@ import pytest
 from relatorios.models import RelatorioJob, Status, Tenant
 from relatorios.operacao import logs
 from tests import helpers, processos
-from tests.test_metricas import TOKEN_DAS_METRICAS, com_vendas, submeter_http
-from tests.test_notificacoes import Receptor, webhook
+from tests.notificacoes.test_notificacoes import Receptor, webhook
+from tests.operacao.test_metricas import TOKEN_DAS_METRICAS, com_vendas, submeter_http
 
 REQUEST_ID = "req-obs-4f2a.9_x"
 

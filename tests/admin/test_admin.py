@@ -96,7 +96,7 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "view_relatoriojob"),
         ("relatorios", "operar_relatoriojob"),
         ("relatorios", "view_tenant"),
-        # 0009_suporte_agendamentos (tests/test_admin_agendamentos.py).
+        # 0009_suporte_agendamentos (tests/admin/test_admin_agendamentos.py).
         ("relatorios", "view_agendamento"),
         ("relatorios", "add_agendamento"),
         ("relatorios", "change_agendamento"),

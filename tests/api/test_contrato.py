@@ -2,7 +2,7 @@
 
 The schema is the committed docs/openapi.yaml, which client apps are built
 from (the server serves the same at /api/schema/, checked below; the code
-generates the same, tests/test_openapi.py). Every operation gets generated
+generates the same, tests/api/test_openapi.py). Every operation gets generated
 requests, valid and invalid, with a tenant's token; the stateful run follows
 the schema's links (submit -> status -> CSV, create -> read/pause/delete).
 Every answer must conform: no 5xx, a documented status, content type and body.
@@ -46,7 +46,7 @@ VERIFICACOES = [
 ]
 # Examples per operation (valid and invalid data), and scenarios of the stateful
 # run: bounded so the module stays within a minute or two. A deeper hunt:
-# CONTRATO_EXEMPLOS=500 .venv/bin/pytest tests/test_contrato.py
+# CONTRATO_EXEMPLOS=500 .venv/bin/pytest tests/api/test_contrato.py
 EXEMPLOS = int(os.environ.get("CONTRATO_EXEMPLOS", "30"))
 CENARIOS = max(40, EXEMPLOS)
 # Hypothesis keeps the failing examples it found here (replayed first on the
