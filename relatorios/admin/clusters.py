@@ -4,19 +4,16 @@ and ran its checker. Rows are written only by `relatorios.clusters`."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.contrib import admin
-from django.http import HttpRequest
 from django.utils import timezone
 
-from relatorios.admin.comum import curto
+from relatorios.admin.comum import SomenteLeitura, curto
 from relatorios.models import Cluster
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(SomenteLeitura, admin.ModelAdmin):
     list_display = (
         "id",
         "host",
@@ -41,15 +38,6 @@ class ClusterAdmin(admin.ModelAdmin):
         "morto_em",
     )
     readonly_fields = ("estado", "desde_o_batimento", "desde_o_verificador")
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     @admin.display(description="batimento", ordering="batimento_em")
     def desde_o_batimento(self, cluster: Cluster) -> str:

@@ -23,6 +23,20 @@ from relatorios.jobs.suporte import Acao
 LIMITE_EM_MASSA = 500
 
 
+class SomenteLeitura:
+    """Nobody adds, edits or deletes these rows by hand: only the services'
+    actions change them (each ModelAdmin lists its own)."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class FiltroTipo(admin.SimpleListFilter):
     """Choices from the registry: Django's default would SELECT DISTINCT tipo."""
 

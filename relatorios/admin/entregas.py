@@ -16,7 +16,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from relatorios.admin.comum import LIMITE_EM_MASSA
+from relatorios.admin.comum import LIMITE_EM_MASSA, SomenteLeitura
 from relatorios.models import Entrega, Evento, Webhook
 from relatorios.notificacoes import saida, webhooks
 from relatorios.tipos.normalizacao import ErroDeParametro
@@ -96,7 +96,7 @@ class WebhookAdmin(admin.ModelAdmin):
 
 
 @admin.register(Entrega)
-class EntregaAdmin(admin.ModelAdmin):
+class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
     list_display = (
         "id",
         "evento",
@@ -115,15 +115,6 @@ class EntregaAdmin(admin.ModelAdmin):
     ordering = ("-criado_em",)
     show_facets = admin.ShowFacets.NEVER
     actions = ("reenviar",)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
     def has_reenviar_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("relatorios.reenviar_entrega"))

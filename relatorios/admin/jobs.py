@@ -38,7 +38,7 @@ from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
 from relatorios.admin import comum, indicadores
-from relatorios.admin.comum import FiltroTipo, Textos, curto
+from relatorios.admin.comum import FiltroTipo, SomenteLeitura, Textos, curto
 from relatorios.admin.paginacao import PaginadorEstimado
 from relatorios.jobs import consultas, suporte
 from relatorios.jobs.suporte import Acao
@@ -97,7 +97,7 @@ class MotivoForm(forms.Form):
 
 
 @admin.register(RelatorioJob)
-class RelatorioJobAdmin(admin.ModelAdmin):
+class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
     list_display = (
         "id",
         "tenant",
@@ -144,16 +144,7 @@ class RelatorioJobAdmin(admin.ModelAdmin):
     class Media:
         css = {"all": ("relatorios/admin.css",)}
 
-    # --- permissions: nobody edits, adds or deletes a job by hand --------------
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    # --- permissions: nobody edits, adds or deletes a job by hand (SomenteLeitura)
 
     def has_operar_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("relatorios.operar_relatoriojob"))

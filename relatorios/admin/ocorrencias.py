@@ -18,7 +18,14 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from relatorios.admin.agendamentos import alerta_de, situacao_do_alerta
-from relatorios.admin.comum import Textos, aplicar, link_do_job, local, selecionados
+from relatorios.admin.comum import (
+    SomenteLeitura,
+    Textos,
+    aplicar,
+    link_do_job,
+    local,
+    selecionados,
+)
 from relatorios.agendamentos import alertas
 from relatorios.models import (
     Alerta,
@@ -31,17 +38,6 @@ class PodeReexecutar:
 
     def has_reexecutar_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("relatorios.change_agendamento"))
-
-
-class SomenteLeitura:
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 TEXTOS_REEXECUTAR = Textos(
