@@ -51,11 +51,13 @@ acesso = logging.getLogger("relatorios.acesso")
 # replaced: each closes its keep-alive connections as it answers.
 SINAL_DE_DRENAR = signal.SIGUSR1
 
-# granian 2.8.9 replaces a worker at a lifetime tick, which falls about
-# `workers_lifetime` after its birth, at the earliest a second before; its
-# successor starts first and the worker is stopped `respawn_interval` later.
-# Draining this long before the lifetime ends moves busy keep-alive clients
-# away in time while keeping the drain (a new connection per request) short.
+# granian 2.8.9 checks lifetimes at ticks set for the next worker to expire
+# (at most a second early) and replaces, successor first, each worker at
+# least 95% through its lifetime: workers born together go at their end, the
+# old one stopped `respawn_interval` after its successor starts. Draining 5 s
+# before moves busy keep-alive clients away while keeping the drain (a new
+# connection per request) short. A worker whose tick came early because a
+# sibling was respawned after a crash goes undrained, as under plain granian.
 DRENO_ANTES_DO_FIM_S = 5.0
 
 Environ = dict[str, Any]
