@@ -118,9 +118,10 @@ def iniciar_web(
 
     `servidor`: `granian` (config/servidor.py as it ships), or `granian:WxT`
     (W workers x T threads) for comparing shapes (B1 --servers). Always
-    through the production launcher: its watchdog, recycling and access-log
-    path are part of every figure. (gunicorn, the server before, was measured
-    against it in docs/benchmarks.md and removed.)
+    through the production launcher: its watchdog and access-log path are
+    part of every figure (a run shorter than WEB_WORKER_LIFETIME_S replaces
+    no worker). (gunicorn, the server before, was measured against it in
+    docs/benchmarks.md and removed.)
     """
     porta = porta_livre()
     # The web refuses to start without the collected static files
@@ -372,7 +373,7 @@ class MedidorCpu:
     `grupos` maps a name to a function listing the group's pids. A thread
     lists them twice a second and remembers each pid's last CPU time, so a
     process that is born and dies inside the window (a connection's backend,
-    a recycled worker) still counts, up to its last sample. `maquina` is the
+    a replaced worker) still counts, up to its last sample. `maquina` is the
     whole machine, other engineers' work included: the noise next to every
     figure.
     """

@@ -1,51 +1,43 @@
-"""The production web server: granian (WSGI) with what it lacks added.
+"""The production web server: granian (WSGI), through its public API only.
 
 `python -m config.servidor` (Procfile, `make run`, the tests, the bench).
 
 granian keeps connections alive and parses HTTP in Rust: measured at 15-35%
 less CPU per request than gunicorn's sync workers (docs/benchmarks.md, "The
-production server"). What a production server must also do and granian
-2.8.9 does not is added here and in config/vigia.py:
+production server"). Its own options do the process management: worker
+processes with threads, a respawn of a worker that dies, the graceful
+replacement of workers by age (`workers_lifetime`) or memory
+(`workers_max_rss`), successor first; SIGTERM/SIGINT stop accepting and
+drain in-flight requests for up to WEB_GRACEFUL_TIMEOUT_S; SIGHUP replaces
+every worker the same way (new code is loaded: workers import the app after
+they start).
 
-- before any worker: refuse a web that cannot serve (config/arranque.py),
-  empty the Prometheus multiprocess folder (config/metricas_dir.py), and set
-  the web workers' prepared-statement settings (settings.py says why only
-  there);
-- a per-request timeout and recycling after N requests (config/vigia.py):
-  the worker asks for its replacement through a pipe; this master starts the
-  new worker, then stops the old one gracefully (granian's own path for
-  SIGHUP reloads);
-- a replaced or dead worker's live gauges leave the scrape.
-
-Signals: SIGTERM/SIGINT stop accepting and drain in-flight requests for up
-to WEB_GRACEFUL_TIMEOUT_S; SIGHUP replaces every worker gracefully (new code
-is loaded: workers import the app after they start).
-
-granian's internals used here (`MPServer._respawn_workers`,
-`_handle_rss_signal`, `_watch_workers_rss`, `_stop_workers`) are private:
-requirements.txt pins the exact version, and tests/config/test_servidor.py runs
-every behaviour against real processes.
+Added here, before any worker: refuse a web that cannot serve
+(config/arranque.py), empty the Prometheus multiprocess folder
+(config/metricas_dir.py), set the web workers' prepared-statement settings
+(settings.py says why only there). Added through granian's hooks: SIGHUP
+tells every worker to drain first, and dead workers' live gauges leave the
+scrape. In each worker (config/vigia.py): the per-request timeout, draining
+before a replacement, and the access line.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import logging.config
+import multiprocessing
 import os
-import struct
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from importlib import import_module
 from pathlib import Path
-from typing import Any
 
+from granian import Granian
 from granian.constants import Interfaces
-from granian.server.mp import MPServer
 
 from config import metricas_dir, vigia
 from config.logs import acesso_ligado
@@ -58,6 +50,24 @@ ALVO_PADRAO = "config.wsgi:application"
 # (re)spawned ("crash loop"): a timeout shorter than that could turn one
 # slow request after a respawn into an outage.
 TIMEOUT_MINIMO_S = 6
+# granian refuses a shorter workers_lifetime.
+VIDA_MINIMA_S = 60
+# A replacement re-imports Django (~1.5 s of CPU): once an hour per worker is
+# nothing, and still bounds a slow leak (WEB_WORKER_MAX_RSS_MB bounds a fast
+# one).
+VIDA_PADRAO_S = 3600
+# granian stops the old worker this long after starting its successor,
+# without waiting for it to be ready: Django's import took 1-2 s on a busy
+# host, and two workers replaced back to back sooner than that left no
+# listener (refused connections, docs/benchmarks.md).
+INTERVALO_PADRAO_S = 5.0
+
+# Settings of the launcher before granian's lifetime: ignored, with a warning.
+OBSOLETAS = {
+    "WEB_MAX_REQUESTS": "WEB_WORKER_LIFETIME_S / WEB_WORKER_MAX_RSS_MB",
+    "GUNICORN_MAX_REQUESTS": "WEB_WORKER_LIFETIME_S / WEB_WORKER_MAX_RSS_MB",
+    "WEB_BOOT_TIMEOUT_S": "WEB_RESPAWN_INTERVAL_S",
+}
 
 
 def _env(nome: str, antigo: str | None = None, padrao: str = "") -> str:
@@ -66,13 +76,6 @@ def _env(nome: str, antigo: str | None = None, padrao: str = "") -> str:
     if valor is None and antigo is not None:
         valor = os.environ.get(antigo)
     return padrao if valor is None else valor
-
-
-# A worker's replacement imports Django again: ~1.5 s of CPU. At 10,000 (the
-# old gunicorn setting) and B1's 1,500 req/s over three workers that was one
-# re-import every ~7 s, 11% of S3's CPU samples (py-spy); at 100,000 it is one
-# every couple of minutes per worker, still a bound on a slow leak.
-MAX_PEDIDOS_PADRAO = 100_000
 
 
 def workers_padrao() -> int:
@@ -92,9 +95,9 @@ class Configuracao:
     threads: int
     timeout_s: int
     graceful_timeout_s: int
-    max_pedidos: int
+    vida_s: int | None
+    rss_mb: int | None
     intervalo_s: float
-    boot_timeout_s: float
     acesso: bool
 
     @classmethod
@@ -108,6 +111,13 @@ class Configuracao:
                 f"WEB_TIMEOUT_S must be at least {TIMEOUT_MINIMO_S} (granian treats a "
                 "worker that dies sooner after a respawn as a crash loop and exits)"
             )
+        vida_s = int(_env("WEB_WORKER_LIFETIME_S", padrao=str(VIDA_PADRAO_S)))
+        if 0 < vida_s < VIDA_MINIMA_S:
+            raise ValueError(
+                f"WEB_WORKER_LIFETIME_S must be 0 (off) or at least {VIDA_MINIMA_S}"
+                " (granian's minimum)"
+            )
+        rss_mb = int(_env("WEB_WORKER_MAX_RSS_MB", padrao="0"))
         return cls(
             host=host.strip("[]") or "127.0.0.1",
             porta=int(porta),
@@ -115,186 +125,58 @@ class Configuracao:
             threads=int(_env("WEB_THREADS", "GUNICORN_THREADS") or 2),
             timeout_s=timeout_s,
             graceful_timeout_s=int(_env("WEB_GRACEFUL_TIMEOUT_S", padrao="20")),
-            max_pedidos=int(
-                _env("WEB_MAX_REQUESTS", "GUNICORN_MAX_REQUESTS") or MAX_PEDIDOS_PADRAO
+            vida_s=vida_s or None,
+            rss_mb=rss_mb or None,
+            intervalo_s=float(
+                _env("WEB_RESPAWN_INTERVAL_S", padrao=str(INTERVALO_PADRAO_S))
             ),
-            intervalo_s=float(_env("WEB_RESPAWN_INTERVAL_S", padrao="0.5")),
-            boot_timeout_s=float(_env("WEB_BOOT_TIMEOUT_S", padrao="60")),
             acesso=acesso_ligado(),
         )
 
 
-# The pipe workers write to (their pid and what they say: ready, or "replace
-# me"). Created in the master before any worker is forked; they inherit it.
-_pipe: tuple[int, int] | None = None
-PRONTO, RECICLAR = 1, 2
-_MENSAGEM = struct.Struct("=ii")
-
-
-def _avisar(tipo: int) -> None:
-    if _pipe is not None:
-        # Under PIPE_BUF: one atomic write, never interleaved with another worker's.
-        os.write(_pipe[1], _MENSAGEM.pack(os.getpid(), tipo))
-
-
 def carregar(alvo: str, conf: Configuracao) -> vigia.Vigia:
     """In each worker, after the fork: the app, wrapped, its watchdog running."""
+    # Now, not after the import: granian's lifetime counts from the spawn.
+    nascimento = time.monotonic()
     modulo, _, nome = alvo.partition(":")
     app = getattr(import_module(modulo), nome or "application")
     envolvida = vigia.Vigia(
         app,
         timeout_s=conf.timeout_s,
-        max_pedidos=conf.max_pedidos,
-        pedir_reciclagem=partial(_avisar, RECICLAR),
+        fim_da_vida=None if conf.vida_s is None else nascimento + conf.vida_s,
+        rss_max=None if conf.rss_mb is None else conf.rss_mb * 1024 * 1024,
     )
     envolvida.iniciar()
-    # granian binds and serves right after this returns.
-    _avisar(PRONTO)
     return envolvida
 
 
-class Servidor(MPServer):
-    """granian's multi-process server, replacing workers that ask for it."""
-
-    def __init__(self, alvo: str, conf: Configuracao, logs: dict[str, Any]) -> None:
-        super().__init__(
-            alvo,
-            address=conf.host,
-            port=conf.porta,
-            interface=Interfaces.WSGI,
-            workers=conf.workers,
-            blocking_threads=conf.threads,
-            log_dictconfig=logs,
-            # The access log is config/vigia.py's: it has the response's
-            # X-Request-ID, which granian's format cannot reach.
-            log_access=False,
-            respawn_failed_workers=True,
-            respawn_interval=conf.intervalo_s,
-            workers_kill_timeout=conf.graceful_timeout_s,
-        )
-        self.conf = conf
-        self._a_reciclar: set[int] = set()
-        self._prontos: set[int] = set()
-        self._avisos = threading.Condition()
-
-    def startup(self, spawn_target: Any, target_loader: Any) -> None:
-        threading.Thread(
-            target=self._ouvir_workers, name="relatorios-avisos", daemon=True
-        ).start()
-        super().startup(spawn_target, target_loader)
-
-    def _ouvir_workers(self) -> None:
-        assert _pipe is not None
-        while True:
-            pid, tipo = _MENSAGEM.unpack(os.read(_pipe[0], _MENSAGEM.size))
-            with self._avisos:
-                if tipo == PRONTO:
-                    # Only current workers' pids: a worker respawned after a
-                    # crash reports ready too, and nobody waits for it.
-                    atuais = {wrk._id() for wrk in list(self.wrks)}
-                    self._prontos = {p for p in self._prontos if p in atuais}
-                    self._prontos.add(pid)
-                    self._avisos.notify_all()
-                    continue
-                self._a_reciclar.add(pid)
-            # granian's main loop wakes for its memory monitor on this flag
-            # (unused here, see _watch_workers_rss): the replacement happens
-            # in that loop, like every other respawn.
-            self.rss_signal = True
-            self.main_loop_interrupt.set()
-
-    def _handle_rss_signal(self, spawn_target: Any, target_loader: Any) -> None:
-        with self._avisos:
-            pids, self._a_reciclar = self._a_reciclar, set()
-        for wrk in list(self.wrks):
-            if wrk._id() in pids and wrk.is_alive():
-                logger.info(
-                    "worker-%s atingiu o limite de pedidos: substituindo",
-                    wrk.idx + 1,
-                    extra={"evento": "reciclagem", "worker_pid": wrk._id()},
-                )
-                self._respawn_workers([wrk.idx], spawn_target, target_loader)
-
-    def _watch_workers_rss(self) -> None:
-        if self.workers_rss is not None:  # never set by this launcher
-            super()._watch_workers_rss()
-
-    def _respawn_workers(
-        self,
-        workers: Sequence[int],
-        spawn_target: Any,
-        target_loader: Any,
-        delay: float = 0,
-    ) -> None:
-        """Replace workers one at a time; a live one only once its successor serves.
-
-        granian's version sleeps a fixed `respawn_interval` between starting
-        the new worker and stopping the old: on a busy host Django's import
-        took longer than that, and with two workers replaced back to back
-        no worker was listening for a moment (connections refused). Here the
-        old worker keeps serving until the new one reports ready (or dies),
-        and is told to drain first (`Connection: close` on its answers).
-        """
-        for idx in workers:
-            velho = self.wrks[idx]
-            vivo = velho.is_alive()
-            if vivo:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(velho._id(), vigia.SINAL_DE_DRENAR)
-            self.respawned_wrks[idx] = time.monotonic()
-            logger.info("Respawning worker-%s", idx + 1)
-            novo = self._spawn_worker(
-                idx=idx, target=spawn_target, callback_loader=target_loader
-            )
-            novo.start()
-            self.wrks[idx] = novo
-            if vivo:
-                self._esperar_pronto(novo)
-                time.sleep(self.respawn_interval)
-            velho.terminate()
-            velho.join(self.workers_kill_timeout)
-            # join() can return while a second waiter (granian's watcher
-            # thread) reaps the child: is_alive() catches up a moment later.
-            for _ in range(100):
-                if not velho.is_alive():
-                    break
-                time.sleep(0.001)
-            if velho.is_alive():
-                logger.warning(
-                    "worker-%s did not stop within %ss: killing it",
-                    idx + 1,
-                    self.workers_kill_timeout,
-                )
-                velho.kill()
-                velho.join()
-            _marcar_mortos([velho._id()])
-            logger.info("Stopped old worker-%s", idx + 1)
-        self._metrics.incr_spawn(len(workers))
-
-    def _esperar_pronto(self, wrk: Any) -> None:
-        limite = time.monotonic() + self.conf.boot_timeout_s
-        with self._avisos:
-            while (
-                wrk._id() not in self._prontos
-                and wrk.is_alive()
-                and time.monotonic() < limite
-            ):
-                self._avisos.wait(0.1)
-            self._prontos.discard(wrk._id())
-
-    def _stop_workers(self) -> None:
-        pids = [wrk._id() for wrk in self.wrks]
-        super()._stop_workers()
-        _marcar_mortos(pids)
+def drenar_os_workers() -> None:
+    """granian's reload hook: it runs before SIGHUP replaces the workers
+    (granian's workers are this process's multiprocessing children)."""
+    for filho in multiprocessing.active_children():
+        if filho.pid is not None:
+            os.kill(filho.pid, vigia.SINAL_DE_DRENAR)
 
 
-def _marcar_mortos(pids: Any) -> None:
+def esquecer_os_mortos(pasta: Path) -> None:
     """A worker exited: its live gauges leave the scrape (its counters stay)."""
     from prometheus_client import multiprocess
 
-    for pid in pids:
-        if pid is not None:
-            multiprocess.mark_process_dead(pid)
+    for arquivo in pasta.glob("gauge_live*_*.db"):
+        pid = int(arquivo.stem.rsplit("_", 1)[1])
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            multiprocess.mark_process_dead(pid, str(pasta))
+
+
+def _vigiar_os_mortos(pasta: Path) -> None:
+    while True:
+        time.sleep(5)
+        try:
+            esquecer_os_mortos(pasta)
+        except OSError:
+            logger.exception("esquecendo as métricas de workers mortos")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -311,6 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     conf = Configuracao.do_ambiente()
     logs = configuracao_de_logs(acesso=conf.acesso)
     logging.config.dictConfig(logs)
+    for antiga, nova in OBSOLETAS.items():
+        if antiga in os.environ:
+            logger.warning("%s is no longer used: see %s", antiga, nova)
 
     from config.arranque import exigir_web
 
@@ -320,12 +205,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger.error("%s", erro)
         return 1
     pasta, privada = metricas_dir.preparar("web")
-    global _pipe
-    _pipe = os.pipe()
     vigia.instalar_sinal_de_drenar()
-    carregador: Callable[[str], vigia.Vigia] = partial(carregar, conf=conf)
+    servidor = Granian(
+        alvo,
+        address=conf.host,
+        port=conf.porta,
+        interface=Interfaces.WSGI,
+        workers=conf.workers,
+        blocking_threads=conf.threads,
+        log_dictconfig=logs,
+        # The access log is config/vigia.py's: it has the response's
+        # X-Request-ID, which granian's format cannot reach.
+        log_access=False,
+        respawn_failed_workers=True,
+        respawn_interval=conf.intervalo_s,
+        workers_lifetime=conf.vida_s,
+        workers_max_rss=conf.rss_mb,
+        workers_kill_timeout=conf.graceful_timeout_s,
+    )
+    servidor.on_reload(drenar_os_workers)
+    threading.Thread(
+        target=_vigiar_os_mortos, args=(pasta,), name="relatorios-mortos", daemon=True
+    ).start()
     try:
-        Servidor(alvo, conf, logs).serve(target_loader=carregador)
+        servidor.serve(target_loader=partial(carregar, conf=conf))
     finally:
         if privada:
             metricas_dir.remover(pasta)

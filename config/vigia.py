@@ -1,30 +1,31 @@
 """What granian's WSGI workers lack, done in each worker around the app.
 
-granian (config/servidor.py starts it) keeps connections alive and parses
-HTTP in Rust, but has no per-request timeout, no recycling after N requests
-and an access log without the response's headers. `Vigia` wraps the WSGI
-application in every worker and adds them:
+granian (config/servidor.py starts it) keeps connections alive, parses HTTP
+in Rust and replaces workers by age, memory or SIGHUP, but has no
+per-request timeout, stops a worker without first closing its keep-alive
+connections, and writes an access log without the response's headers.
+`Vigia` wraps the WSGI application in every worker and adds them:
 
 - **per-request timeout** (WEB_TIMEOUT_S): a watchdog thread per worker looks
   at the requests in flight; one running longer than the timeout is logged
   (path, request id, seconds) and the worker hard-exits with os._exit, as
-  gunicorn's arbiter kills a silent worker. A Python thread cannot be
+  gunicorn's arbiter killed a silent worker. A Python thread cannot be
   stopped from outside, so the process goes; granian respawns it
   (`respawn_failed_workers`). The other requests that worker had in flight
   fail with it, as they would under gunicorn.
-- **recycling after N requests** (WEB_MAX_REQUESTS, plus up to 10% jitter):
-  the worker asks the master, through a pipe, to replace it; the master
-  starts a new worker, then stops this one gracefully (it finishes what it
-  has in flight). From the moment it asks, the worker answers with
-  `Connection: close`, so keep-alive clients move to other workers before it
-  stops instead of meeting a closed connection.
+- **draining before a replacement**: when granian is about to replace this
+  worker (its lifetime nearly over, its memory over the limit, or the
+  master's SIGHUP hook sent SINAL_DE_DRENAR), it answers with
+  `Connection: close`. granian closes a stopping worker's idle keep-alive
+  connections, and a client that sent a request on one at that moment got
+  an error; drained first, busy clients have already moved to other workers.
 - **the access log**: one line per request on `relatorios.acesso`, with the
   fields gunicorn's line had (config/logs.py): metodo, caminho, status,
   bytes, duracao_ms, remoto, request_id.
 
 The request id is decided here (the client's X-Request-ID if plausible, else
 a new one) and written back into the environ, so the watchdog's line, the
-access line and the app's own lines (relatorios.logs.RequestIdMiddleware
+access line and the app's own lines (relatorios.operacao.logs.RequestIdMiddleware
 keeps a valid id) carry the same id.
 
 No Django at import time: the master imports this module before any worker
@@ -36,7 +37,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import random
 import signal
 import sys
 import threading
@@ -47,9 +47,18 @@ from typing import Any
 logger = logging.getLogger("relatorios.servidor")
 acesso = logging.getLogger("relatorios.acesso")
 
-# The master sends this to a worker it is about to replace (recycling, SIGHUP
-# reload): the worker closes its keep-alive connections as it answers.
+# The master's SIGHUP hook sends this to every worker, all about to be
+# replaced: each closes its keep-alive connections as it answers.
 SINAL_DE_DRENAR = signal.SIGUSR1
+
+# granian 2.8.9 checks lifetimes at ticks set for the next worker to expire
+# (at most a second early) and replaces, successor first, each worker at
+# least 95% through its lifetime: workers born together go at their end, the
+# old one stopped `respawn_interval` after its successor starts. Draining 5 s
+# before moves busy keep-alive clients away while keeping the drain (a new
+# connection per request) short. A worker whose tick came early because a
+# sibling was respawned after a crash goes undrained, as under plain granian.
+DRENO_ANTES_DO_FIM_S = 5.0
 
 Environ = dict[str, Any]
 StartResponse = Callable[..., Any]
@@ -74,9 +83,10 @@ def instalar_sinal_de_drenar() -> None:
 
 
 class _EmCurso:
-    __slots__ = ("caminho", "inicio", "request_id")
+    __slots__ = ("avisado", "caminho", "inicio", "request_id")
 
     def __init__(self, inicio: float, caminho: str, request_id: str) -> None:
+        self.avisado = False
         self.inicio = inicio
         self.caminho = caminho
         self.request_id = request_id
@@ -86,41 +96,54 @@ def _sair(codigo: int) -> None:  # a seam for the tests of the watchdog alone
     os._exit(codigo)
 
 
+def rss_atual() -> int:
+    """This process's resident memory in bytes, as granian's monitor reads it."""
+    with open("/proc/self/statm", "rb") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 class Vigia:
-    """The WSGI app with a timeout, a request budget and the access log."""
+    """The WSGI app with a timeout, draining before replacement and the access log."""
 
     def __init__(
         self,
         app: App,
         *,
         timeout_s: float,
-        max_pedidos: int = 0,
-        pedir_reciclagem: Callable[[], None] | None = None,
+        fim_da_vida: float | None = None,
+        rss_max: int | None = None,
+        ler_rss: Callable[[], int] = rss_atual,
         sair: Callable[[int], None] | None = None,
     ) -> None:
+        """`fim_da_vida`: the time.monotonic() at which granian's lifetime
+        replaces this worker; `rss_max`: granian's memory limit in bytes."""
         from relatorios.operacao.logs import request_id_valido
 
         self.app = app
         self.timeout_s = timeout_s
-        # 0 turns recycling off; the jitter keeps workers from leaving together.
-        self.limite = (
-            max_pedidos + random.randint(0, max_pedidos // 10) if max_pedidos else 0
+        self.drenar_em = (
+            None if fim_da_vida is None else fim_da_vida - DRENO_ANTES_DO_FIM_S
         )
-        self.pedir_reciclagem = pedir_reciclagem
+        self.rss_max = rss_max
+        self._ler_rss = ler_rss
         self._sair = sair or _sair
         self._request_id_valido = request_id_valido
         self._em_curso: dict[int, _EmCurso] = {}
         self._sequencia = itertools.count()
-        self._pedidos = 0
-        self._trava = threading.Lock()
         self._vigia: threading.Thread | None = None
-        self._pediu = False
+        # Set by the watchdog: lifetime nearly over (stays) or memory over the
+        # limit (granian samples it every 30 s; cleared if it falls back).
+        self._perto_do_fim = False
+
+    @property
+    def drenando(self) -> bool:
+        return ESTADO.drenando or self._perto_do_fim
 
     # The watchdog ---------------------------------------------------------
 
     def iniciar(self) -> None:
         """Start the watchdog thread (in the worker: threads do not survive fork)."""
-        if self.timeout_s and self._vigia is None:
+        if self._vigia is None:
             self._vigia = threading.Thread(
                 target=self._vigiar, name="relatorios-vigia", daemon=True
             )
@@ -130,23 +153,44 @@ class Vigia:
         intervalo = min(1.0, self.timeout_s / 4)
         while True:
             time.sleep(intervalo)
-            self.verificar(time.monotonic())
+            agora = time.monotonic()
+            self.avaliar_o_fim(agora)
+            self.verificar(agora)
+
+    def avaliar_o_fim(self, agora: float) -> None:
+        """Drain once granian is about to replace this worker."""
+        if self.drenar_em is not None and agora >= self.drenar_em:
+            motivo = "vida"
+        elif self.rss_max is not None and self._ler_rss() >= self.rss_max:
+            motivo = "memoria"
+        else:
+            self._perto_do_fim = False
+            return
+        if not self._perto_do_fim:
+            logger.info(
+                "worker perto da substituição: fechando as conexões mantidas",
+                extra={"evento": "dreno", "motivo": motivo},
+            )
+        self._perto_do_fim = True
 
     def verificar(self, agora: float) -> None:
         """Hard-exit the worker if a request has outlived the timeout."""
+        drenando = self.drenando
         vencido = next(
             (
                 pedido
                 for pedido in list(self._em_curso.values())
                 if agora - pedido.inicio > self.timeout_s
+                and not (drenando and pedido.avisado)
             ),
             None,
         )
         if vencido is None:
             return
         logger.error(
-            "pedido excedeu o timeout de %ss: worker encerrado",
+            "pedido excedeu o timeout de %ss: %s",
             self.timeout_s,
+            "o worker já está em substituição" if drenando else "worker encerrado",
             extra={
                 "evento": "timeout_do_pedido",
                 "caminho": vencido.caminho,
@@ -155,6 +199,14 @@ class Vigia:
                 "em_curso": len(self._em_curso),
             },
         )
+        if drenando:
+            # granian is replacing this worker: it stops it once its
+            # successor has started and kills it past workers_kill_timeout.
+            # An exit of ours now would be an unexpected death seconds after
+            # the slot's respawn, which granian takes for a crash loop: it
+            # stops the whole server.
+            vencido.avisado = True
+            return
         for handler in logging.getLogger().handlers:
             handler.flush()
         sys.stderr.flush()
@@ -169,13 +221,12 @@ class Vigia:
         caminho = environ.get("PATH_INFO", "")
         chave = next(self._sequencia)
         self._em_curso[chave] = _EmCurso(inicio, caminho, request_id)
-        self._contar()
         status: list[str] = []
 
         def responder(
             linha: str, cabecalhos: list[tuple[str, str]], exc_info: Any = None
         ) -> Any:
-            if ESTADO.drenando:
+            if self.drenando:
                 cabecalhos = [
                     (nome, valor)
                     for nome, valor in cabecalhos
@@ -202,22 +253,6 @@ class Vigia:
             )
             return [corpo]
         return _Corpo(self, resposta, chave, environ, inicio, status, request_id)
-
-    def _contar(self) -> None:
-        with self._trava:
-            self._pedidos += 1
-            chegou = bool(self.limite) and self._pedidos >= self.limite
-            if not chegou or self._pediu:
-                return
-            self._pediu = True
-        ESTADO.drenando = True
-        logger.info(
-            "worker atendeu %s pedidos: pedindo a reciclagem",
-            self._pedidos,
-            extra={"evento": "reciclagem", "pedidos": self._pedidos},
-        )
-        if self.pedir_reciclagem is not None:
-            self.pedir_reciclagem()
 
     def _terminar(
         self,

@@ -1,5 +1,6 @@
 """The production server (config/servidor.py: granian + config/vigia.py), as
-real processes over real HTTP: what gunicorn did and granian needed help for.
+real processes over real HTTP: what gunicorn did, what granian does by its
+own options, and what config/vigia.py adds.
 
 The server runs tests/wsgi_de_teste.py: the production app plus a view that
 sleeps, which exists in no URLconf.
@@ -77,11 +78,20 @@ def rss_kb(pid: int) -> int:
     return 0
 
 
+def gauges_vivos(pasta: Path) -> set[int]:
+    return {int(f.stem.rsplit("_", 1)[1]) for f in pasta.glob("gauge_live*_*.db")}
+
+
 def test_pedido_alem_do_timeout_derruba_so_o_seu_worker(pasta_saida: Path) -> None:
-    web, url = iniciar(pasta_saida, WEB_TIMEOUT_S="6")
+    metricas = pasta_saida / "metricas"
+    web, url = iniciar(
+        pasta_saida, WEB_TIMEOUT_S="6", PROMETHEUS_MULTIPROC_DIR=str(metricas)
+    )
     try:
         antes = workers(web)
         assert len(antes) == 2
+        # Every web worker has a live gauge (relatorios.operacao.metricas).
+        esperar(lambda: gauges_vivos(metricas) == antes, "os gauges dos workers")
         resultado: list[object] = []
 
         def lento() -> None:
@@ -113,6 +123,8 @@ def test_pedido_alem_do_timeout_derruba_so_o_seu_worker(pasta_saida: Path) -> No
         esperar(lambda: len(workers(web) - antes) == 1, "o worker substituto")
         depois = workers(web)
         assert pedir(url, COMUM)[0] == 401
+        # The dead worker's live gauge leaves the scrape; the others stay.
+        esperar(lambda: gauges_vivos(metricas) == depois, "o gauge do morto sumir")
     finally:
         web.parar()
 
@@ -131,7 +143,8 @@ def test_pedido_alem_do_timeout_derruba_so_o_seu_worker(pasta_saida: Path) -> No
 
 
 def test_sigterm_termina_o_pedido_em_curso_e_sai(pasta_saida: Path) -> None:
-    web, url = iniciar(pasta_saida)
+    # A setting of before granian's lifetime: warned about, not fatal.
+    web, url = iniciar(pasta_saida, WEB_MAX_REQUESTS="40")
     resultado: list[object] = []
 
     def lento() -> None:
@@ -151,72 +164,103 @@ def test_sigterm_termina_o_pedido_em_curso_e_sai(pasta_saida: Path) -> None:
         web.matar()
     assert resultado == [(200, b"acordei")]
     assert codigo == 0
-    assert "Granian shutdown completed" in web.texto_do_log()
+    log = web.texto_do_log()
+    assert "Granian shutdown completed" in log
+    assert "WEB_MAX_REQUESTS is no longer used" in log
 
 
-def test_reciclagem_apos_n_pedidos_sem_falhar_pedido_sob_carga(
-    pasta_saida: Path,
-) -> None:
-    web, url = iniciar(pasta_saida, WEB_MAX_REQUESTS="40")
-    antes = workers(web)
-    contagem: Counter[object] = Counter()
-    trava = threading.Lock()
-    total = 800
+class Carga:
+    """Keep-alive and new-connection clients until told to stop, counting
+    every answer and every failure (a status, or the exception's name)."""
 
-    def contar(chave: object) -> bool:
-        with trava:
-            contagem[chave] += 1
-            return sum(contagem.values()) < total
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.contagem: Counter[object] = Counter()
+        self._trava = threading.Lock()
+        self._parar = threading.Event()
+        # A short pause between requests: a pooled connection sits idle now
+        # and then, as a proxy's or a client library's does.
+        self._pausa_s = 0.01
+        self._fios = [threading.Thread(target=self._mantida) for _ in range(4)]
+        self._fios += [threading.Thread(target=self._nova) for _ in range(2)]
 
-    def mantida() -> None:  # keep-alive, as a proxy or a client library
+    def __enter__(self) -> Carga:
+        for fio in self._fios:
+            fio.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._parar.set()
+        for fio in self._fios:
+            fio.join(60)
+
+    def _contar(self, chave: object) -> None:
+        with self._trava:
+            self.contagem[chave] += 1
+
+    def _mantida(self) -> None:
         conexao = None
-        continuar = True
-        while continuar:
+        while not self._parar.wait(self._pausa_s):
             try:
                 if conexao is None:
                     conexao = http.client.HTTPConnection(
-                        "127.0.0.1", porta(url), timeout=30
+                        "127.0.0.1", porta(self.url), timeout=30
                     )
                 conexao.request("GET", COMUM)
                 resposta = conexao.getresponse()
                 resposta.read()
-                continuar = contar(resposta.status)
+                self._contar(resposta.status)
                 if resposta.will_close:
                     conexao.close()
                     conexao = None
             except (OSError, http.client.HTTPException) as erro:
-                continuar = contar(type(erro).__name__)
+                self._contar(type(erro).__name__)
                 conexao = None
 
-    def nova() -> None:  # a new connection per request
-        continuar = True
-        while continuar:
+    def _nova(self) -> None:
+        while not self._parar.wait(self._pausa_s):
             try:
-                continuar = contar(pedir(url, COMUM)[0])
+                self._contar(pedir(self.url, COMUM)[0])
             except (OSError, http.client.HTTPException) as erro:
-                continuar = contar(type(erro).__name__)
+                self._contar(type(erro).__name__)
 
-    fios = [threading.Thread(target=mantida) for _ in range(4)]
-    fios += [threading.Thread(target=nova) for _ in range(2)]
+
+def test_substituicao_por_idade_e_por_sighup_sem_falhar_pedido_sob_carga(
+    pasta_saida: Path,
+) -> None:
+    """granian replaces workers itself (lifetime, SIGHUP), successor first;
+    config/vigia.py drains the old one first, so no keep-alive client meets
+    a connection closed under its request."""
+    web, url = iniciar(pasta_saida, WEB_WORKER_LIFETIME_S="60")
+    primeiros = workers(web)
     try:
-        for fio in fios:
-            fio.start()
-        for fio in fios:
-            fio.join(300)
-        # Both first workers asked to go; the last replacement may still be
-        # under way when the load ends.
-        esperar(
-            lambda: len(workers(web)) == 2 and not antes & workers(web),
-            "a substituição dos dois primeiros workers",
-        )
+        with Carga(url) as carga:
+            # granian's first lifetime tick: 60 s after the start.
+            esperar(
+                lambda: len(workers(web)) == 2 and not primeiros & workers(web),
+                "a substituição dos dois primeiros workers por idade",
+                limite_s=120,
+            )
+            por_idade = workers(web)
+            web.sinal(signal.SIGHUP, grupo=False)
+            esperar(
+                lambda: len(workers(web)) == 2 and not por_idade & workers(web),
+                "a substituição pelo SIGHUP",
+            )
+            # The last successor serves under load too.
+            time.sleep(2)
     finally:
         web.parar()
+    contagem = carga.contagem
     assert set(contagem) == {401}, contagem
+    assert contagem[401] >= 100, contagem
     log = web.texto_do_log()
-    # Each first worker was replaced while the load ran (a replaced worker
-    # serves on until its successor is ready, so more may not fit in it).
-    assert log.count("atingiu o limite de pedidos: substituindo") >= 2
-    assert "did not stop" not in log
+    assert log.count("lifetime expired, gracefully respawning") == 2, log
+    assert "HUP signal received" in log
+    # Each first worker drained before its lifetime replacement.
+    assert log.count("evento=dreno motivo=vida") == 2, log
+    assert "Killing" not in log
+    assert "crash loop" not in log
 
 
 def test_clientes_lentos_nao_bloqueiam_os_outros(pasta_saida: Path) -> None:
@@ -329,16 +373,25 @@ def test_configuracao_padrao_e_um_worker_por_cpu_mais_um(
         "GUNICORN_WORKERS",
         "WEB_THREADS",
         "WEB_TIMEOUT_S",
-        "WEB_MAX_REQUESTS",
-        "GUNICORN_MAX_REQUESTS",
+        "WEB_WORKER_LIFETIME_S",
+        "WEB_WORKER_MAX_RSS_MB",
+        "WEB_RESPAWN_INTERVAL_S",
     ):
         monkeypatch.delenv(nome, raising=False)
     conf = Configuracao.do_ambiente()
     assert conf.workers == len(os.sched_getaffinity(0)) + 1
     assert conf.threads == 2
-    assert conf.max_pedidos == 100_000
+    assert (conf.vida_s, conf.rss_mb, conf.intervalo_s) == (3600, None, 5.0)
     monkeypatch.setenv("WEB_WORKERS", "5")
-    assert Configuracao.do_ambiente().workers == 5
+    monkeypatch.setenv("WEB_WORKER_LIFETIME_S", "0")
+    monkeypatch.setenv("WEB_WORKER_MAX_RSS_MB", "512")
+    conf = Configuracao.do_ambiente()
+    assert (conf.workers, conf.vida_s, conf.rss_mb) == (5, None, 512)
+    # granian refuses a lifetime under 60 s: said at once, by name.
+    monkeypatch.setenv("WEB_WORKER_LIFETIME_S", "30")
+    with pytest.raises(ValueError, match="WEB_WORKER_LIFETIME_S"):
+        Configuracao.do_ambiente()
+    monkeypatch.setenv("WEB_WORKER_LIFETIME_S", "60")
     monkeypatch.setenv("WEB_TIMEOUT_S", "5")
     with pytest.raises(ValueError, match="WEB_TIMEOUT_S"):
         Configuracao.do_ambiente()

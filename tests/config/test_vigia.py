@@ -1,10 +1,12 @@
-"""config/vigia.py alone: the watchdog's decision, the request budget, the
-access line. The same pieces under real processes: tests/config/test_servidor.py."""
+"""config/vigia.py alone: the watchdog's decisions (timeout, draining before
+a replacement), the access line. The same pieces under real processes:
+tests/config/test_servidor.py."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,6 +20,11 @@ def sem_dreno() -> Iterator[None]:
     vigia.ESTADO.drenando = False
     yield
     vigia.ESTADO.drenando = False
+
+
+def fecha(w: vigia.Vigia) -> bool:
+    """Whether the next answer tells the client to close its connection."""
+    return dict(chamar(w)[0][0][1]).get("Connection") == "close"
 
 
 def chamar(app: Any, caminho: str = "/x", **environ: str) -> tuple[list[Any], bytes]:
@@ -83,30 +90,76 @@ def test_pedido_alem_do_timeout_encerra_o_processo_nomeando_o_pedido(
     assert saidas == []
 
 
-def test_apos_n_pedidos_pede_a_reciclagem_uma_vez_e_fecha_as_conexoes() -> None:
-    pedidos: list[int] = []
-    w = vigia.Vigia(
-        django(),
-        timeout_s=30,
-        max_pedidos=10,
-        pedir_reciclagem=lambda: pedidos.append(1),
+def test_perto_do_fim_da_vida_fecha_as_conexoes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    w = vigia.Vigia(django(), timeout_s=30, fim_da_vida=1000.0)
+    with caplog.at_level(logging.INFO, logger="relatorios.servidor"):
+        w.avaliar_o_fim(1000.0 - vigia.DRENO_ANTES_DO_FIM_S - 0.5)
+        assert not fecha(w)
+        for agora in (1000.0 - vigia.DRENO_ANTES_DO_FIM_S, 1001.0, 1030.0):
+            w.avaliar_o_fim(agora)
+            assert fecha(w)
+    (linha,) = [r for r in caplog.records if getattr(r, "evento", "") == "dreno"]
+    assert linha.motivo == "vida"  # type: ignore[attr-defined]
+
+
+def test_memoria_acima_do_limite_fecha_as_conexoes_enquanto_durar() -> None:
+    rss = [100, 200, 150]
+    w = vigia.Vigia(django(), timeout_s=30, rss_max=200, ler_rss=lambda: rss[0])
+    decisoes = []
+    for valor in rss[:]:
+        rss[0] = valor
+        w.avaliar_o_fim(0.0)
+        decisoes.append(fecha(w))
+    # granian replaces a worker only if a sample finds it over the limit.
+    assert decisoes == [False, True, False]
+
+
+def test_rss_atual_e_o_do_processo() -> None:
+    status = Path("/proc/self/status").read_text()
+    vmrss_kb = int(
+        next(li for li in status.splitlines() if li.startswith("VmRSS:")).split()[1]
     )
-    assert 10 <= w.limite <= 11
-    cabecalhos = []
-    for _ in range(30):
-        respostas, corpo = chamar(w)
-        assert corpo == b"ok"
-        cabecalhos.append(dict(respostas[0][1]).get("Connection"))
-    assert pedidos == [1]
-    assert cabecalhos[: w.limite - 1] == [None] * (w.limite - 1)
-    assert set(cabecalhos[w.limite - 1 :]) == {"close"}
+    assert abs(vigia.rss_atual() - vmrss_kb * 1024) < 16 * 1024 * 1024
+
+
+def test_timeout_durante_a_substituicao_fica_para_o_fim_do_worker(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An exit while granian replaces the worker would look like a crash
+    loop to granian (which then stops the whole server)."""
+    import time
+
+    saidas: list[int] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        agora = time.monotonic()
+        vigia.ESTADO.drenando = True
+        w.verificar(agora + 31)
+        w.verificar(agora + 32)
+        assert saidas == []
+        # A drain that ends (memory back under the limit): the timeout acts.
+        vigia.ESTADO.drenando = False
+        w.verificar(agora + 33)
+        start_response("200 OK", [])
+        return [b""]
+
+    w = vigia.Vigia(app, timeout_s=30, sair=saidas.append)
+    with caplog.at_level(logging.ERROR, logger="relatorios.servidor"):
+        chamar(w, "/lento", HTTP_X_REQUEST_ID="lento-1")
+    assert saidas == [1]
+    linhas = [r for r in caplog.records if r.name == "relatorios.servidor"]
+    assert [r.request_id for r in linhas] == ["lento-1", "lento-1"]  # type: ignore[attr-defined]
+    assert "substituição" in linhas[0].getMessage()
+    assert "encerrado" in linhas[1].getMessage()
 
 
 def test_sinal_de_drenar_fecha_as_conexoes() -> None:
     w = vigia.Vigia(django(), timeout_s=30)
-    assert "Connection" not in dict(chamar(w)[0][0][1])
+    assert not fecha(w)
     vigia._ao_sinal_de_drenar(0, None)
-    assert dict(chamar(w)[0][0][1])["Connection"] == "close"
+    assert fecha(w)
 
 
 def test_request_id_do_cliente_ou_novo_e_o_mesmo_na_linha_de_acesso(
