@@ -35,7 +35,7 @@ from relatorios.admin.comum import (
     local,
     selecionados,
 )
-from relatorios.agendamentos import agenda
+from relatorios.agendamentos import agenda, disparo
 from relatorios.agendamentos.entrada import (
     AJUDA_DO_CRON,
     CAMPOS_EQUIVALENTES,
@@ -403,7 +403,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
                 request, "Agendamento excluído: nada foi executado.", messages.WARNING
             )
             return
-        ocorrencia = agenda.executar_agora(agendamento_id=agendamento.pk)
+        ocorrencia = disparo.executar_agora(agendamento_id=agendamento.pk)
         if ocorrencia.job_id is not None:
             self.log_change(
                 request,

@@ -29,7 +29,10 @@ from relatorios.notificacoes import saida
 logger = logging.getLogger(__name__)
 
 
-# What a job forgets when it starts over (seed 000's restart, admin's rerun).
+# What a job forgets when it starts over: support's rerun here, seed 000's
+# restart in the submit's ON CONFLICT (banco/sql/relatorios_submeter.sql). The
+# SQL function cannot read a Python constant, so tests/jobs/test_recomeco.py
+# holds the two lists equal.
 RECOMECO = """
     status = 'pendente', tentativas = 0, erro = NULL, erro_detalhe = NULL,
     resultado = NULL, checkpoint = NULL, criado_em = now(), iniciado_em = NULL,

@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from relatorios.agendamentos import agenda, alertas
+from relatorios.agendamentos import agenda, alertas, disparo
 from relatorios.models import (
     Agendamento,
     Alerta,
@@ -183,7 +183,7 @@ def test_lista_de_agendamentos_com_fuso_e_ultima_ocorrencia(
 ) -> None:
     manaus = helpers.criar_tenant("Rede Manaus", fuso="America/Manaus")
     agendamento = agendar(manaus, nome="Mensal Manaus")
-    agenda.disparar(agora=agendamento.proximo_disparo)
+    disparo.disparar(agora=agendamento.proximo_disparo)
     pausado = agendar(tenant, nome="Pausado")
     agenda.pausar(agendamento_id=pausado.pk)
     agendar(outro_tenant, tipo="estoque", nome="Estoque")
@@ -213,7 +213,7 @@ def test_pagina_do_agendamento_e_so_leitura_com_botoes(
     cliente: Client, tenant: Tenant
 ) -> None:
     agendamento = agendar(tenant, nome="Mensal")
-    agenda.disparar(agora=agendamento.proximo_disparo)
+    disparo.disparar(agora=agendamento.proximo_disparo)
     job_id = Ocorrencia.objects.get().job_id
     pagina = f"{AGENDAMENTOS}{agendamento.pk}/change/"
     html = cliente.get(pagina).content.decode()

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.db import connection
 
-from relatorios.agendamentos import agenda, alertas
+from relatorios.agendamentos import agenda, alertas, disparo
 from relatorios.jobs import pedidos, suporte
 from relatorios.models import (
     Agendamento,
@@ -180,8 +180,8 @@ def test_agendamento_criado_sabe_o_proximo_disparo(tenant) -> None:
 def test_disparo_cria_uma_ocorrencia_e_o_mesmo_job_do_pedido_manual(tenant) -> None:
     agendamento = criar(tenant, agrupar="mes")
     planejado = agendamento.proximo_disparo
-    agenda.disparar(agora=planejado + timedelta(seconds=20))
-    agenda.disparar(agora=planejado + timedelta(seconds=40))
+    disparo.disparar(agora=planejado + timedelta(seconds=20))
+    disparo.disparar(agora=planejado + timedelta(seconds=40))
     ocorrencia = Ocorrencia.objects.get()
     assert ocorrencia.estado == EstadoOcorrencia.DISPARADA
     assert ocorrencia.planejado_para == planejado
@@ -211,7 +211,7 @@ def test_recuperacao_ultima_roda_so_a_mais_recente_e_registra_as_perdidas(
 ) -> None:
     agendamento = criar(tenant, cron="0 3 * * *", periodo="ontem")
     primeiro = agendamento.proximo_disparo
-    resultado = agenda.disparar(agora=primeiro + timedelta(days=4, hours=1))
+    resultado = disparo.disparar(agora=primeiro + timedelta(days=4, hours=1))
     ocorrencias = list(Ocorrencia.objects.order_by("planejado_para"))
     assert [o.estado for o in ocorrencias] == ["pulada"] * 4 + ["disparada"]
     assert (resultado.puladas, resultado.disparadas) == (4, 1)
@@ -222,7 +222,7 @@ def test_recuperacao_ultima_roda_so_a_mais_recente_e_registra_as_perdidas(
 def test_recuperacao_pular_nao_roda_nenhuma_perdida(tenant) -> None:
     agendamento = criar(tenant, cron="0 3 * * *", periodo="ontem", recuperacao="pular")
     primeiro = agendamento.proximo_disparo
-    agenda.disparar(agora=primeiro + timedelta(days=2, hours=1))
+    disparo.disparar(agora=primeiro + timedelta(days=2, hours=1))
     assert set(Ocorrencia.objects.values_list("estado", flat=True)) == {"pulada"}
     assert Ocorrencia.objects.count() == 3
     assert not RelatorioJob.objects.exists()
@@ -231,7 +231,7 @@ def test_recuperacao_pular_nao_roda_nenhuma_perdida(tenant) -> None:
 def test_disparo_recusado_registra_o_motivo(tenant, settings) -> None:
     settings.RELATORIOS_MAX_PENDENTES_POR_TENANT = 0
     agendamento = criar(tenant)
-    agenda.disparar(agora=agendamento.proximo_disparo + timedelta(seconds=1))
+    disparo.disparar(agora=agendamento.proximo_disparo + timedelta(seconds=1))
     ocorrencia = Ocorrencia.objects.get()
     assert ocorrencia.estado == EstadoOcorrencia.RECUSADA
     assert ocorrencia.motivo.startswith("429")
@@ -249,7 +249,7 @@ def test_tres_disparadores_ao_mesmo_tempo_geram_uma_ocorrencia_e_um_job() -> Non
     def disparar() -> None:
         try:
             barreira.wait()
-            agenda.disparar(agora=agora)
+            disparo.disparar(agora=agora)
         except BaseException as exc:  # reported below
             erros.append(exc)
         finally:
@@ -288,7 +288,7 @@ def test_cada_ocorrencia_perdida_tem_seu_alerta(tenant) -> None:
     agendamento = criar(tenant, cron="0 3 * * *", periodo="ontem")
     primeiro = agendamento.proximo_disparo
     agora = primeiro + timedelta(days=3, hours=4)
-    agenda.disparar(agora=agora)  # the catch-up runs, three were skipped
+    disparo.disparar(agora=agora)  # the catch-up runs, three were skipped
     resultado = alertas.verificar(agora=agora)
     # The catch-up (planned 4 h ago, deadline 3 h) is late and pending too.
     assert resultado.abertos == 4
@@ -298,7 +298,7 @@ def test_cada_ocorrencia_perdida_tem_seu_alerta(tenant) -> None:
 def test_job_pronto_no_prazo_nao_abre_alerta(tenant) -> None:
     agendamento = criar(tenant)
     planejado = agendamento.proximo_disparo
-    agenda.disparar(agora=planejado)
+    disparo.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
     RelatorioJob.objects.filter(pk=job_id).update(
         status=Status.PRONTO, concluido_em=planejado + timedelta(minutes=30)
@@ -314,7 +314,7 @@ def test_job_que_falhou_abre_o_alerta_antes_do_prazo_e_fecha_quando_fica_pronto(
 ) -> None:
     agendamento = criar(tenant)
     planejado = agendamento.proximo_disparo
-    agenda.disparar(agora=planejado)
+    disparo.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
     assert alertas.verificar(agora=planejado + timedelta(minutes=5)).abertos == 0
     RelatorioJob.objects.filter(pk=job_id).update(
@@ -434,7 +434,7 @@ def test_dois_verificadores_ao_mesmo_tempo_abrem_um_alerta(settings) -> None:
 def test_pronto_depois_do_prazo_abre_e_fecha_o_alerta(tenant) -> None:
     agendamento = criar(tenant)
     planejado = agendamento.proximo_disparo
-    agenda.disparar(agora=planejado)
+    disparo.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
     RelatorioJob.objects.filter(pk=job_id).update(
         status=Status.PRONTO, concluido_em=planejado + timedelta(hours=4)

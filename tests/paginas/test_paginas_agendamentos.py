@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.test import Client
 
-from relatorios.agendamentos import agenda, alertas
+from relatorios.agendamentos import alertas, disparo
 from relatorios.models import Agendamento, Alerta, Tenant, Usuario
 from tests import helpers
 
@@ -158,7 +158,7 @@ def test_alertas_abertos_primeiro_com_link_para_o_job(
 ) -> None:
     agendamento = agendar(tenant, nome="Mensal")
     planejado = agendamento.proximo_disparo
-    agenda.disparar(agora=planejado)
+    disparo.disparar(agora=planejado)
     alertas.verificar(agora=planejado + timedelta(hours=4))
     alerta = Alerta.objects.select_related("ocorrencia").get()
     alheio = agendar(outro_tenant, nome="Alheio")

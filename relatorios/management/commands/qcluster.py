@@ -10,7 +10,7 @@ so no deployment can run a cluster without them:
 - a graceful stop: on SIGTERM/SIGINT the workers take no new job (SIGUSR2),
   running jobs get RELATORIOS_DESLIGAMENTO_S to finish, then are handed back
   to pendente at once (SIGUSR1) instead of waiting for the orphan timeout.
-- the schedules' firing (`agenda.disparar`) and the absence checker
+- the schedules' firing (`disparo.disparar`) and the absence checker
   (`alertas.verificar`) every RELATORIOS_AGENDADOR_S, and the notification
   outbox's sweep (`saida.varrer`); the retention of old jobs
   (`retencao.expurgar`) every RELATORIOS_EXPURGO_S;
@@ -47,7 +47,7 @@ from django import db
 from django.conf import settings
 from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
-from relatorios.agendamentos import agenda, alertas
+from relatorios.agendamentos import alertas, disparo
 from relatorios.fila import broker, clusters
 from relatorios.jobs import retencao, varredura
 from relatorios.notificacoes import saida
@@ -141,7 +141,7 @@ class Supervisor:
         return [
             Rotina("clusters mortos", intervalo, clusters.declarar_mortos),
             Rotina("varredura", intervalo, varredura.varrer),
-            Rotina("agendador", agendador, agenda.disparar),
+            Rotina("agendador", agendador, disparo.disparar),
             Rotina("verificador", agendador, self._verificar),
             Rotina("entregas", intervalo, saida.varrer),
             Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
