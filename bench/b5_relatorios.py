@@ -109,19 +109,15 @@ def _capturar(preparado: tuple[Any, ...]) -> list[str]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from relatorios.jobs import execucao
+
     with CaptureQueriesContext(connection) as capturadas:
         _calcular(preparado)
-    # A chunk's statement travels behind its limits in one message
-    # (execucao.LIMITES, then the statement): keep the statement.
-    sqls = [_sem_limites(q["sql"] or "") for q in capturadas.captured_queries]
+    # A chunk's statement travels behind its limits in one message: keep the
+    # statement.
+    capturados = capturadas.captured_queries
+    sqls = [execucao.sem_limites(q["sql"] or "") for q in capturados]
     return [sql for sql in sqls if sql and not sql.lstrip().startswith(_CONTROLE)]
-
-
-def _sem_limites(sql: str) -> str:
-    limites, separador, resto = sql.partition(";\n")
-    if separador and limites.lstrip().startswith("SELECT set_config"):
-        return resto
-    return sql
 
 
 def _direto(ctx: Contexto, sqls: list[str]) -> float:

@@ -357,6 +357,15 @@ LIMITES = (
 )
 
 
+def sem_limites(sql: str) -> str:
+    """A chunk's statement as `CursorDaParte` sent it, without `LIMITES` in front
+    (for whoever reads captured SQL: the bench)."""
+    limites, separador, resto = sql.partition(";\n")
+    if separador and limites.lstrip().startswith("SELECT set_config"):
+        return resto
+    return sql
+
+
 class CursorDaParte(CursorWrapper):
     """The cursor a chunk's statements run on: each one read-only and ending by
     the job's deadline, in one round trip.
