@@ -49,18 +49,22 @@ def enfileirar(
 
 
 class _Captura(Broker):
-    """A broker that keeps the signed payload instead of writing it anywhere."""
+    """A broker that keeps the signed payload instead of writing it anywhere.
 
-    def __init__(self) -> None:
+    `enqueue` answers the message's name, so django-q2's "Enqueued" line
+    names the message the caller's statement is about to write."""
+
+    def __init__(self, nome: str) -> None:
         super().__init__(list_key=Conf.CLUSTER_NAME)
+        self.nome = nome
         self.pacote = ""
 
     def get_connection(self, list_key: str | None = None) -> None:
         return None
 
-    def enqueue(self, task: str) -> int:
+    def enqueue(self, task: str) -> str:
         self.pacote = task
-        return 0
+        return self.nome
 
 
 def pacote(tarefa: str, objeto_id: int, *, nome: str, timeout: int) -> str:
@@ -72,7 +76,7 @@ def pacote(tarefa: str, objeto_id: int, *, nome: str, timeout: int) -> str:
     """
     if Conf.SYNC:
         raise RuntimeError("Q_CLUSTER sync: enqueue through async_task instead")
-    captura = _Captura()
+    captura = _Captura(nome)
     async_task(
         tarefa,
         objeto_id,
