@@ -2,8 +2,9 @@
 
 tests/config/test_servidor.py starts the real launcher (config/servidor.py) with
 this target: everything but `/_teste/...` is config.wsgi's application, so
-the server, its watchdog and recycling are what ships. These paths exist in
-no URLconf: production cannot reach them.
+the server, its watchdog and the drain before a worker's replacement (by
+lifetime or SIGHUP) are what ships. These paths exist in no URLconf:
+production cannot reach them.
 """
 
 from __future__ import annotations
