@@ -71,7 +71,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
-    # OpenAPI 3 of the API (relatorios/api/esquema.py) and its Swagger UI and
+    # OpenAPI 3 of the API (relatorios/api/esquema/) and its Swagger UI and
     # Redoc pages, whose assets come from the sidecar's static files (no CDN).
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -281,7 +281,7 @@ REST_FRAMEWORK = {
 }
 
 # The OpenAPI document (/api/schema/, docs/openapi.yaml); what it says per
-# operation is declared in relatorios/api/esquema.py.
+# operation is declared in relatorios/api/esquema/.
 SPECTACULAR_SETTINGS = {
     "TITLE": "relatorios",
     "DESCRIPTION": (

@@ -50,7 +50,7 @@ def local_do_job(job_id: int) -> str:
 class SubmeterRelatorio(ContaNaConsulta, APIView):
     """POST /relatorios/<tipo>: 202 and a job id, or 200 with a valid result."""
 
-    # Documented once per registered type (relatorios/api/esquema.py).
+    # Documented once per registered type (relatorios/api/esquema/).
     schema = esquema.EsquemaDoSubmeter()
 
     def post(self, request: Request, tipo: str) -> Response:

@@ -1,0 +1,187 @@
+"""Schedules and their absence alerts."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
+from rest_framework import serializers
+
+from relatorios.api.esquema.comum import (
+    COMUNS,
+    E400,
+    E404,
+    E413,
+    cabecalhos,
+    codigo_de_loja,
+    location,
+)
+from relatorios.models import Periodo, Recuperacao
+from relatorios.models.agendamentos import EstadoOcorrencia
+
+
+class NovoAgendamentoSerializer(serializers.Serializer):
+    nome = serializers.CharField(required=False, max_length=200, allow_blank=True)
+    tipo = serializers.CharField(help_text="Um tipo de relatório registrado.")
+    periodo = serializers.ChoiceField(choices=Periodo.choices)
+    cron = serializers.CharField(
+        help_text="Cinco campos (min hora dia mês semana), no fuso do tenant."
+    )
+    prazo_minutos = serializers.IntegerField(
+        min_value=1, max_value=62 * 24 * 60, help_text="Prazo do alerta de ausência."
+    )
+    # The optional fields take null as absent (agendamentos.criar's defaults).
+    agrupar = serializers.ChoiceField(
+        choices=["dia", "mes"], required=False, allow_null=True
+    )
+    lojas = serializers.ListField(
+        child=codigo_de_loja(), required=False, allow_null=True
+    )
+    destinatarios = serializers.ListField(
+        child=serializers.EmailField(), required=False, allow_null=True
+    )
+    recuperacao = serializers.ChoiceField(
+        choices=Recuperacao.choices,
+        required=False,
+        allow_null=True,
+        help_text="Padrão (ausente ou null): `ultima`.",
+    )
+
+
+class OcorrenciaSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    planejado_para = serializers.DateTimeField()
+    prazo_em = serializers.DateTimeField()
+    estado = serializers.ChoiceField(choices=EstadoOcorrencia.choices)
+    motivo = serializers.CharField(allow_blank=True)
+    params = serializers.DictField()
+    job_id = serializers.IntegerField(allow_null=True)
+
+
+class AgendamentoSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    nome = serializers.CharField(allow_blank=True)
+    tipo = serializers.CharField()
+    periodo = serializers.ChoiceField(choices=Periodo.choices)
+    cron = serializers.CharField()
+    prazo_minutos = serializers.IntegerField()
+    agrupar = serializers.CharField()
+    lojas = serializers.ListField(child=serializers.CharField())
+    destinatarios = serializers.ListField(child=serializers.CharField())
+    recuperacao = serializers.ChoiceField(choices=Recuperacao.choices)
+    ativo = serializers.BooleanField()
+    proximo_disparo = serializers.DateTimeField(allow_null=True)
+    criado_em = serializers.DateTimeField()
+
+
+class AgendamentoDetalheSerializer(AgendamentoSerializer):
+    proximos_disparos = serializers.ListField(child=serializers.DateTimeField())
+    ocorrencias = OcorrenciaSerializer(many=True, help_text="As 10 mais recentes.")
+
+
+class ListaDeAgendamentosSerializer(serializers.Serializer):
+    agendamentos = AgendamentoSerializer(many=True)
+
+
+class AlertaSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    agendamento_id = serializers.IntegerField()
+    ocorrencia_id = serializers.IntegerField()
+    planejado_para = serializers.DateTimeField()
+    prazo_em = serializers.DateTimeField()
+    job_id = serializers.IntegerField(allow_null=True)
+    motivo = serializers.CharField()
+    aberto_em = serializers.DateTimeField()
+    fechado_em = serializers.DateTimeField(allow_null=True)
+    nota = serializers.CharField(allow_blank=True)
+
+
+class ListaDeAlertasSerializer(serializers.Serializer):
+    alertas = AlertaSerializer(many=True, help_text="Até 200, os mais novos primeiro.")
+
+
+_DETALHE = OpenApiResponse(
+    AgendamentoDetalheSerializer,
+    description="O agendamento, seus próximos disparos e ocorrências recentes.",
+)
+_LOCAL_DO_AGENDAMENTO = location(201, descricao="`/relatorios/agendamentos/<id>`.")
+
+listar_agendamentos = extend_schema(
+    operation_id="listar_agendamentos",
+    tags=["agendamentos"],
+    summary="Os agendamentos do tenant",
+    parameters=cabecalhos(),
+    responses={200: ListaDeAgendamentosSerializer, **COMUNS},
+)
+criar_agendamento = extend_schema(
+    operation_id="criar_agendamento",
+    tags=["agendamentos"],
+    summary="Cria um agendamento (ativo)",
+    request=NovoAgendamentoSerializer,
+    parameters=cabecalhos(_LOCAL_DO_AGENDAMENTO),
+    examples=[
+        OpenApiExample(
+            "vendas de ontem às 6h",
+            {
+                "nome": "Vendas de ontem",
+                "tipo": "vendas",
+                "periodo": "ontem",
+                "cron": "0 6 * * *",
+                "prazo_minutos": 60,
+                "destinatarios": ["gerente@example.com"],
+            },
+            request_only=True,
+        )
+    ],
+    responses={201: _DETALHE, 400: E400, 413: E413, **COMUNS},
+)
+ver_agendamento = extend_schema(
+    operation_id="ver_agendamento",
+    tags=["agendamentos"],
+    summary="Um agendamento",
+    parameters=cabecalhos(),
+    responses={200: _DETALHE, 404: E404, **COMUNS},
+)
+excluir_agendamento = extend_schema(
+    operation_id="excluir_agendamento",
+    tags=["agendamentos"],
+    summary="Exclui um agendamento",
+    parameters=cabecalhos(),
+    responses={204: None, 404: E404, **COMUNS},
+)
+pausar_agendamento = extend_schema(
+    operation_id="pausar_agendamento",
+    tags=["agendamentos"],
+    summary="Pausa um agendamento (idempotente)",
+    request=None,
+    parameters=cabecalhos(),
+    responses={200: _DETALHE, 404: E404, 413: E413, **COMUNS},
+)
+retomar_agendamento = extend_schema(
+    operation_id="retomar_agendamento",
+    tags=["agendamentos"],
+    summary="Retoma um agendamento a partir de agora (idempotente)",
+    request=None,
+    parameters=cabecalhos(),
+    responses={200: _DETALHE, 404: E404, 413: E413, **COMUNS},
+)
+listar_alertas = extend_schema(
+    operation_id="listar_alertas",
+    tags=["alertas"],
+    summary="Os alertas de ausência do tenant",
+    parameters=[
+        OpenApiParameter(
+            "situacao",
+            OpenApiTypes.STR,
+            OpenApiParameter.QUERY,
+            enum=["abertos", "fechados"],
+            description="Só os abertos, ou só os fechados; ausente: todos.",
+        ),
+        *cabecalhos(),
+    ],
+    responses={200: ListaDeAlertasSerializer, 400: E400, **COMUNS},
+)
