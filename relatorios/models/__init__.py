@@ -1,18 +1,12 @@
 from relatorios.models.agendamentos import (
     Agendamento,
     Alerta,
-    Canal,
-    Cluster,
-    Entrega,
-    EstadoEntrega,
     EstadoOcorrencia,
-    Evento,
-    Inscricao,
     Ocorrencia,
     Periodo,
     Recuperacao,
-    Webhook,
 )
+from relatorios.models.clusters import Cluster
 from relatorios.models.erp import Loja, MovimentoEstoque, Produto, Venda, Vendedor
 from relatorios.models.jobs import (
     Desfecho,
@@ -22,6 +16,14 @@ from relatorios.models.jobs import (
     Status,
 )
 from relatorios.models.limites import JanelaDaApi
+from relatorios.models.notificacoes import (
+    Canal,
+    Entrega,
+    EstadoEntrega,
+    Evento,
+    Inscricao,
+    Webhook,
+)
 from relatorios.models.tenants import Tenant, Usuario
 
 __all__ = [

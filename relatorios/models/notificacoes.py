@@ -1,0 +1,171 @@
+"""The notifications' tables: webhooks, the outbox of deliveries, email subscriptions.
+
+Written only by `relatorios.notificacoes`, through guarded statements.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from relatorios.models.agendamentos import Alerta
+from relatorios.models.jobs import Agora, RelatorioJob
+from relatorios.models.tenants import Tenant
+
+
+class Evento(models.TextChoices):
+    JOB_PRONTO = "job.pronto", "job.pronto"
+    JOB_FALHOU = "job.falhou", "job.falhou"
+    ALERTA_ABERTO = "alerta.aberto", "alerta.aberto"
+    ALERTA_FECHADO = "alerta.fechado", "alerta.fechado"
+
+
+class Webhook(models.Model):
+    """A tenant's endpoint for events, signed per the Standard Webhooks spec."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="webhooks"
+    )
+    url = models.URLField(max_length=2000)
+    # `whsec_` + base64 of the key, as Standard Webhooks libraries expect.
+    segredo = models.TextField()
+    eventos = models.JSONField(default=list)
+    ativo = models.BooleanField(default=True)
+    criado_por = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    criado_em = models.DateTimeField(db_default=Agora())
+
+    class Meta:
+        db_table = "relatorio_webhooks"
+        verbose_name = "webhook"
+        verbose_name_plural = "webhooks"
+        ordering = ["tenant", "id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+
+class Canal(models.TextChoices):
+    WEBHOOK = "webhook", "webhook"
+    EMAIL = "email", "e-mail"
+
+
+class EstadoEntrega(models.TextChoices):
+    PENDENTE = "pendente", "pendente"
+    ENTREGUE = "entregue", "entregue"
+    FALHOU = "falhou", "falhou (tentativas esgotadas)"
+
+
+class Entrega(models.Model):
+    """One notification to deliver (the outbox): written in the transaction of
+    the change it reports, sent later by a queued task, retried with backoff."""
+
+    id = models.BigAutoField(primary_key=True)
+    # Deterministic per event and destination (the `webhook-id` header): a
+    # second insert of the same notification conflicts instead of duplicating.
+    mensagem_id = models.TextField()
+    tenant = models.ForeignKey(
+        Tenant,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+    )
+    canal = models.TextField(choices=Canal.choices)
+    evento = models.TextField(choices=Evento.choices)
+    webhook = models.ForeignKey(
+        Webhook,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="entregas",
+    )
+    destinatarios = models.JSONField(default=list, blank=True)
+    payload = models.JSONField()
+    job = models.ForeignKey(
+        RelatorioJob,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+        db_index=False,
+    )
+    alerta = models.ForeignKey(
+        Alerta,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="entregas",
+    )
+    estado = models.TextField(
+        choices=EstadoEntrega.choices, default=EstadoEntrega.PENDENTE
+    )
+    tentativas = models.IntegerField(default=0)
+    ultimo_status = models.IntegerField(null=True, blank=True)
+    ultimo_erro = models.TextField(blank=True, default="")
+    proxima_em = models.DateTimeField(db_default=Agora())
+    # When its queue message was written (the sweep replaces lost ones).
+    enfileirada_em = models.DateTimeField(null=True, blank=True)
+    # A sender holds it until then (a crashed sender's lease runs out).
+    em_curso_ate = models.DateTimeField(null=True, blank=True)
+    entregue_em = models.DateTimeField(null=True, blank=True)
+    criado_em = models.DateTimeField(db_default=Agora())
+
+    class Meta:
+        db_table = "relatorio_entregas"
+        verbose_name = "entrega"
+        verbose_name_plural = "entregas"
+        ordering = ["-criado_em"]
+        permissions = [("reenviar_entrega", "Pode reenviar entregas")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["mensagem_id"], name="relatorio_entregas_mensagem"
+            )
+        ]
+        indexes = [
+            # The sender's and the sweep's work list: pending deliveries by due time.
+            models.Index(
+                fields=["proxima_em"],
+                name="relatorio_entregas_pendentes",
+                condition=models.Q(estado="pendente"),
+            ),
+            models.Index(fields=["criado_em"], name="relatorio_entregas_criado"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.evento} → {self.canal} ({self.estado})"
+
+
+class Inscricao(models.Model):
+    """Someone who asked for an email when this job ends (`notificar_email`).
+
+    Not part of the request's parameters nor its chave: twenty managers asking
+    for the same report share one job and each gets an email.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    job = models.ForeignKey(
+        RelatorioJob, on_delete=models.CASCADE, related_name="inscricoes"
+    )
+    email = models.EmailField()
+    criado_em = models.DateTimeField(db_default=Agora())
+
+    class Meta:
+        db_table = "relatorio_inscricoes"
+        verbose_name = "inscrição"
+        verbose_name_plural = "inscrições"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["job", "email"], name="relatorio_inscricoes_job_email"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ← job {self.job_id}"
