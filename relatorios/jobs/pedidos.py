@@ -1,18 +1,7 @@
-"""The job lifecycle: the only code that changes relatorio_jobs.
+"""The submit: one request becomes a job, or the job that already answers it.
 
-Views, admin actions, tasks and commands call these functions; none of them
-saves a job itself. Every transition is a guarded UPDATE that reports whether
-it won. Every write a worker makes is fenced by its attempt (`Tentativa`: the
-attempt number and the claim's timestamp, since a restart resets the number),
-so a worker that lost its job can never overwrite the row.
-
-Tenant slots. At most RELATORIOS_MAX_EXECUTANDO_POR_TENANT jobs of a tenant
-are "in flight": running, or pending with a queue message. A job beyond that
-waits without a message (`enfileirado_em` NULL) and is dispatched, oldest
-first, when a slot frees. So one tenant's hundred jobs never stand in the
-queue in front of another tenant's one. Slot and cap decisions are taken under
-a lock on the tenant's row (FOR NO KEY UPDATE: it does not block the foreign
-key checks of inserts), so concurrent submits and claims cannot overshoot.
+Seed 000's dedup by chave (tenant + type + normalized parameters) and its
+race-free upsert, in at most two round trips (`submeter`'s steps).
 """
 
 from __future__ import annotations

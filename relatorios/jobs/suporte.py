@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -25,9 +24,6 @@ from relatorios.models import (
 )
 from relatorios.models.jobs import Agora
 from relatorios.notificacoes import saida
-
-logger = logging.getLogger(__name__)
-
 
 # What a job forgets when it starts over: support's rerun here, seed 000's
 # restart in the submit's ON CONFLICT (banco/sql/relatorios_submeter.sql). The

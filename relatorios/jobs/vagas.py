@@ -11,7 +11,6 @@ checks of inserts), so concurrent submits and claims cannot overshoot.
 
 from __future__ import annotations
 
-import logging
 from datetime import datetime
 
 from django.conf import settings
@@ -24,8 +23,6 @@ from relatorios.models import (
     RelatorioJob,
     Status,
 )
-
-logger = logging.getLogger(__name__)
 
 
 def despachar(*, tenant_id: int) -> int:
