@@ -427,6 +427,12 @@ RELATORIOS_WEBHOOK_TIMEOUT_S = env_float("RELATORIOS_WEBHOOK_TIMEOUT_S", 5.0)
 # Development and tests only: also accept http:// URLs and loopback addresses
 # (127.0.0.1, localhost). Off, webhooks must be https:// to public addresses.
 RELATORIOS_WEBHOOK_PERMITIR_LOCAL = env_bool("RELATORIOS_WEBHOOK_PERMITIR_LOCAL", False)
+# Ports a webhook URL may name (comma-separated). Only HTTPS's by default: a
+# webhook is a POST to a web server, and any other port is how a URL reaches
+# a Redis, an SMTP relay or an admin console that happens to be public.
+RELATORIOS_WEBHOOK_PORTAS = [
+    int(porta) for porta in env_list("RELATORIOS_WEBHOOK_PORTAS", ["443"])
+]
 # Attempts of one delivery before it is `falhou`; the delay between them is
 # base * 2^(n-1) * [1, 2), capped.
 RELATORIOS_ENTREGA_MAX_TENTATIVAS = env_int("RELATORIOS_ENTREGA_MAX_TENTATIVAS", 8)

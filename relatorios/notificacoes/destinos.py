@@ -28,10 +28,19 @@ def destino(url: str) -> tuple[SplitResult, int, str]:
     host = partes.hostname
     if not host:
         raise DestinoRecusado("a URL não tem host")
+    if partes.username is not None or partes.password is not None:
+        # Credentials in a URL end up in logs, the admin and error messages.
+        raise DestinoRecusado("a URL não pode ter usuário e senha")
     try:
-        porta = partes.port or (443 if partes.scheme == "https" else 80)
+        porta = partes.port
     except ValueError:
         raise DestinoRecusado("porta inválida") from None
+    if porta is None:  # not `or`: an explicit :0 is a port, and refused below
+        porta = 443 if partes.scheme == "https" else 80
+    # Local mode (development, tests) talks to throwaway servers on any port.
+    if not local and porta not in settings.RELATORIOS_WEBHOOK_PORTAS:
+        permitidas = ", ".join(str(p) for p in settings.RELATORIOS_WEBHOOK_PORTAS)
+        raise DestinoRecusado(f"porta {porta} não permitida (permitidas: {permitidas})")
     try:
         respostas = socket.getaddrinfo(host, porta, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
@@ -45,11 +54,37 @@ def destino(url: str) -> tuple[SplitResult, int, str]:
     return partes, porta, enderecos[0]
 
 
+# NAT64 (RFC 6052): the well-known prefix reaches the IPv4 address in the last
+# 32 bits through the network's translator; the local-use prefix (RFC 8215)
+# goes wherever the operator routes it, so it is never public.
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+_TEREDO = ipaddress.IPv6Network("2001::/32")
+
+
 def publico(endereco: str, *, local: bool) -> bool:
-    ip: ipaddress.IPv4Address | ipaddress.IPv6Address
+    """Is every address this one reaches public?
+
+    An IPv6 address can carry an IPv4 one that the network unwraps on the way
+    (IPv4-mapped, 6to4, NAT64): 2002:7f00:1::1 is 127.0.0.1 to a host with a
+    6to4 relay. Each carried address must be public too. Teredo tunnels to a
+    client behind a NAT, never a web server: refused whatever it carries.
+    """
     ip = ipaddress.ip_address(endereco.split("%")[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip in _TEREDO or ip in _NAT64_LOCAL:
+            return False
+        embutido = ip.ipv4_mapped or ip.sixtofour
+        if embutido is None and ip in _NAT64:
+            embutido = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embutido is not None:
+            if ip.ipv4_mapped is None and not _publico(embutido, local=False):
+                return False
+            ip = embutido  # ::ffff:10.0.0.1 is 10.0.0.1
+    return _publico(ip, local=local)
+
+
+def _publico(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, *, local: bool) -> bool:
     if local and ip.is_loopback:
         return True
     return ip.is_global and not (

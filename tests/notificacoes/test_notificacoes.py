@@ -498,10 +498,58 @@ def test_em_producao_endereco_privado_e_recusado_no_cadastro_e_na_entrega(
         ("fe80::1", False),
         ("fd00::1", False),
         ("::ffff:127.0.0.1", False),
+        ("::ffff:8.8.8.8", True),
+        # 6to4 (2002::/16) carries an IPv4 address in bits 16-48: 127.0.0.1,
+        # 169.254.169.254 and 10.0.0.1 wrapped; a public one wrapped is public.
+        ("2002:7f00:1::1", False),
+        ("2002:a9fe:a9fe::1", False),
+        ("2002:a00:1::1", False),
+        ("2002:808:808::1", True),
+        # Teredo (2001::/32): server and (inverted) client addresses inside.
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", False),
+        ("2001:0:808:808:0:0:f7f7:f7f7", False),
+        # NAT64: the well-known prefix maps to the IPv4 address in the last 32
+        # bits; the local-use prefix is never public.
+        ("64:ff9b::7f00:1", False),
+        ("64:ff9b::a9fe:a9fe", False),
+        ("64:ff9b::808:808", True),
+        ("64:ff9b:1::808:808", False),
+        ("fc00::1", False),
+        ("ff02::1", False),
+        ("::", False),
     ],
 )
 def test_so_enderecos_publicos_sao_aceitos(endereco: str, publico: bool) -> None:
     assert destinos.publico(endereco, local=False) is publico
+
+
+@pytest.mark.parametrize(
+    ("url", "motivo"),
+    [
+        ("https://usuario:senha@8.8.8.8/", "usuário"),
+        ("https://usuario@8.8.8.8/", "usuário"),
+        ("https://8.8.8.8:6379/", "porta"),
+        ("https://8.8.8.8:0/", "porta"),
+        ("https://8.8.8.8:8443/", "porta"),
+        ("https://[2002:7f00:1::1]/", "não público"),
+        ("https://[2002:a9fe:a9fe::1]/", "não público"),
+        ("https://[64:ff9b::7f00:1]/", "não público"),
+    ],
+)
+def test_urls_recusadas_nomeiam_o_motivo(url: str, motivo: str, settings: Any) -> None:
+    settings.RELATORIOS_WEBHOOK_PERMITIR_LOCAL = False
+    with pytest.raises(ErroDeParametro) as recusa:
+        webhooks.validar_url(url)
+    assert recusa.value.campo == "url"
+    assert motivo in str(recusa.value)
+
+
+def test_portas_permitidas_vem_da_configuracao(settings: Any) -> None:
+    settings.RELATORIOS_WEBHOOK_PERMITIR_LOCAL = False
+    settings.RELATORIOS_WEBHOOK_PORTAS = [443, 8443]
+    _, porta, endereco = destinos.destino("https://8.8.8.8:8443/")
+    assert (porta, endereco) == (8443, "8.8.8.8")
+    assert destinos.destino("https://8.8.8.8/")[1] == 443
 
 
 # --- API and page -----------------------------------------------------------------
