@@ -1,14 +1,23 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qsl
 
 from django.apps import AppConfig
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin import apps as admin_apps
 from django.core import checks
-from django.http import HttpRequest
+from django.db.models.constants import LOOKUP_SEP
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template.response import TemplateResponse
+
+# Fields no admin query may filter, search or order on, on any model and
+# through any relation: a filter on a secret is an oracle (a right prefix
+# lists the row, a wrong one does not), so a viewer could read it back one
+# character at a time. Webhook.segredo, DRF's Token.key, the user's password.
+CAMPOS_SECRETOS = frozenset({"segredo", "key", "password"})
 
 
 class RelatoriosConfig(AppConfig):
@@ -76,6 +85,19 @@ class SiteDeSuporte(admin.AdminSite):
             getattr(request.user, "tenant_id", None) is None
         )
 
+    def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Any:
+        """Every admin URL, ours and third parties' ModelAdmins alike, refuses a
+        query string that filters on a secret or carries a NUL (PostgreSQL
+        cannot compare text with it, so a filter would raise DataError: 500)."""
+        protegida = super().admin_view(view, cacheable)
+
+        def vista(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if recusa := consulta_recusada(request):
+                return HttpResponseBadRequest(recusa)
+            return protegida(request, *args, **kwargs)
+
+        return vista
+
     def index(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
     ) -> TemplateResponse:
@@ -85,6 +107,21 @@ class SiteDeSuporte(admin.AdminSite):
         if request.user.has_perm("relatorios.view_relatoriojob"):
             contexto["indicadores"] = indicadores.calcular()
         return super().index(request, extra_context=contexto)
+
+
+def consulta_recusada(request: HttpRequest) -> str | None:
+    pares = list(request.GET.lists())
+    # A change form carries the list's filters along, encoded in one parameter.
+    for filtros in request.GET.getlist("_changelist_filters"):
+        pares += [(k, [v]) for k, v in parse_qsl(filtros, keep_blank_values=True)]
+    for nome, valores in pares:
+        if "\x00" in nome or any("\x00" in valor for valor in valores):
+            return "consulta com caractere NUL"
+        if CAMPOS_SECRETOS & set(nome.split(LOOKUP_SEP)):
+            return f"filtro não permitido: {nome}"
+    if "\x00" in request.path:
+        return "endereço com caractere NUL"
+    return None
 
 
 class AdminDeSuporteConfig(admin_apps.AdminConfig):

@@ -3,7 +3,7 @@
 Deliveries are read-only: the one change is the "reenviar" action, through
 `saida.reenviar` (guarded, with a fresh queue message). A webhook's
 secret is shown in full only once, to whoever created it (here or in the
-tenant's API or page); afterwards only its first characters.
+tenant's API or page); afterwards not one character of it.
 """
 
 from __future__ import annotations
@@ -67,7 +67,8 @@ class WebhookAdmin(admin.ModelAdmin):
     def segredo_parcial(self, webhook: Webhook) -> str:
         if not webhook.segredo:
             return "—"
-        return f"{webhook.segredo[:10]}… (mostrado só na criação)"
+        # Not even a prefix: each character shown is one fewer to guess.
+        return "definido (mostrado só na criação)"
 
     def save_model(
         self, request: HttpRequest, obj: Webhook, form: Any, change: bool
