@@ -5,6 +5,7 @@ The README's configuration table lists each variable; keep the two in step.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -234,9 +235,31 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
-# Proxies in front that append to X-Forwarded-For: the client's address is the
-# entry this many from the right (0: REMOTE_ADDR). Used by the login lockout.
-RELATORIOS_PROXIES_A_FRENTE = env_int("RELATORIOS_PROXIES_A_FRENTE", 0)
+
+# --- Who the client is; what a browser may load (security round 2) ---------------
+
+# The proxies in front (comma-separated networks, e.g. 127.0.0.1/32 for one on
+# this host): X-Forwarded-For is believed only from a peer inside them, read
+# from the right past every entry that is one of them too; anyone else's
+# address is its socket's (relatorios/operacao/acesso.py). Empty: no proxy,
+# the header is ignored. The login lockout, /metrics and the access log all
+# read the client's address there.
+RELATORIOS_PROXIES_CONFIAVEIS = env_list("RELATORIOS_PROXIES_CONFIAVEIS", [])
+for _rede in RELATORIOS_PROXIES_CONFIAVEIS:
+    try:
+        ipaddress.ip_network(_rede, strict=False)
+    except ValueError as _erro:
+        raise ImproperlyConfigured(
+            f"RELATORIOS_PROXIES_CONFIAVEIS: {_rede!r} is not a network ({_erro})"
+        ) from None
+# Its predecessor counted proxies and believed whatever sat at that position,
+# also from a client that skipped the proxy. Refused rather than ignored: a
+# deployment that set it is behind a proxy and needs the list above.
+if env_int("RELATORIOS_PROXIES_A_FRENTE", 0):
+    raise ImproperlyConfigured(
+        "RELATORIOS_PROXIES_A_FRENTE is gone: list the proxies' networks in "
+        "RELATORIOS_PROXIES_CONFIAVEIS instead (docs/operacao.md)"
+    )
 
 # --- Login lockout (django-axes) ------------------------------------------------
 

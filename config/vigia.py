@@ -21,7 +21,8 @@ connections, and writes an access log without the response's headers.
   an error; drained first, busy clients have already moved to other workers.
 - **the access log**: one line per request on `relatorios.acesso`, with the
   fields gunicorn's line had (config/logs.py): metodo, caminho, status,
-  bytes, duracao_ms, remoto, request_id.
+  bytes, duracao_ms, remoto (the client's address, as
+  relatorios.operacao.acesso reads it behind our proxies), request_id.
 
 The request id is decided here (the client's X-Request-ID if plausible, else
 a new one) and written back into the environ, so the watchdog's line, the
@@ -275,7 +276,7 @@ class Vigia:
             status,
             extra={
                 "evento": "acesso",
-                "remoto": environ.get("REMOTE_ADDR", "-"),
+                "remoto": _cliente(environ) or "-",
                 "metodo": metodo,
                 "caminho": caminho,
                 "status": status,
@@ -284,6 +285,14 @@ class Vigia:
                 "request_id": request_id,
             },
         )
+
+
+def _cliente(environ: Environ) -> str | None:
+    # The address the lockout and /metrics see, behind our proxies; imported
+    # here: this module is imported before Django's settings exist.
+    from relatorios.operacao.acesso import cliente
+
+    return cliente(environ).endereco
 
 
 def _codigo(status: list[str]) -> str:

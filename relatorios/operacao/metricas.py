@@ -25,9 +25,7 @@ on the web's /metrics and on a cluster's own port (RELATORIOS_METRICAS_PORTA).
 
 from __future__ import annotations
 
-import functools
 import hmac
-import ipaddress
 import logging
 import os
 import re
@@ -411,10 +409,17 @@ def exposicao() -> bytes:
     return generate_latest(_Exposicao())
 
 
-def autorizado(*, endereco: str | None, autorizacao: str) -> bool:
+def autorizado(*, cliente: acesso.Cliente, autorizacao: str) -> bool:
     """May this caller read the metrics? A bearer token equal to
-    RELATORIOS_METRICAS_TOKEN (when set), or an address inside one of
-    RELATORIOS_METRICAS_REDES."""
+    RELATORIOS_METRICAS_TOKEN (when set), or a client identified at an address
+    inside one of RELATORIOS_METRICAS_REDES.
+
+    Identified (`acesso.Cliente`): a proxy's own address is no scraper's, it
+    stands for whoever the proxy relayed; behind a proxy on this host,
+    127.0.0.1 is every outside client. So the proxy in front never counts as
+    "local" (a scraper on its host uses the token), nor does a peer that says
+    it forwarded the request but is not one of our proxies.
+    """
     token = settings.RELATORIOS_METRICAS_TOKEN
     esquema, _, credencial = autorizacao.partition(" ")
     if (
@@ -423,22 +428,9 @@ def autorizado(*, endereco: str | None, autorizacao: str) -> bool:
         and hmac.compare_digest(credencial.strip().encode(), token.encode())
     ):
         return True
-    if not endereco:
-        return False
-    try:
-        ip = ipaddress.ip_address(endereco.split("%")[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return any(ip in rede for rede in _redes(tuple(settings.RELATORIOS_METRICAS_REDES)))
-
-
-@functools.cache
-def _redes(
-    textos: tuple[str, ...],
-) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
-    return [ipaddress.ip_network(texto, strict=False) for texto in textos]
+    return cliente.identificado and acesso.dentro(
+        cliente.endereco, settings.RELATORIOS_METRICAS_REDES
+    )
 
 
 @never_cache
@@ -446,7 +438,7 @@ def _redes(
 def exportar(request: HttpRequest) -> HttpResponse:
     """GET /metrics, for Prometheus; 403 unless `autorizado`."""
     if not autorizado(
-        endereco=acesso.ip_do_cliente(request),
+        cliente=acesso.cliente(request.META),
         autorizacao=request.headers.get("Authorization", ""),
     ):
         return HttpResponse(
@@ -512,7 +504,7 @@ def _app_do_cluster(
             responder("404 Not Found", [("Content-Type", "text/plain")])
             return [b"not found\n"]
         if not autorizado(
-            endereco=environ.get("REMOTE_ADDR"),
+            cliente=acesso.cliente(environ),
             autorizacao=environ.get("HTTP_AUTHORIZATION", ""),
         ):
             responder("403 Forbidden", [("Content-Type", "text/plain")])

@@ -32,7 +32,7 @@ from relatorios.models import (
     Status,
     Tenant,
 )
-from relatorios.operacao import metricas
+from relatorios.operacao import acesso, metricas
 from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers, processos
 
@@ -277,29 +277,39 @@ def test_metricas_por_http_exigem_rede_permitida_ou_token(settings: Any) -> None
 
 
 @pytest.mark.parametrize(
-    ("endereco", "autorizacao", "token", "esperado"),
+    ("endereco", "identificado", "autorizacao", "token", "esperado"),
     [
-        ("127.0.0.1", "", "", True),
-        ("::1", "", "", True),
-        ("::ffff:127.0.0.1", "", "", True),
-        ("10.20.30.40", "", "", True),
-        ("192.168.0.1", "", "", False),
-        ("192.168.0.1", "Bearer segredo", "", False),  # no token configured
-        ("192.168.0.1", "Bearer segredo", "segredo", True),
-        ("192.168.0.1", "bearer segredo", "segredo", True),
-        ("192.168.0.1", "Bearer segredo2", "segredo", False),
-        ("192.168.0.1", "Token segredo", "segredo", False),
-        (None, "", "", False),
-        ("não é ip", "", "", False),
+        ("127.0.0.1", True, "", "", True),
+        ("::1", True, "", "", True),
+        ("::ffff:127.0.0.1", True, "", "", True),
+        ("10.20.30.40", True, "", "", True),
+        ("192.168.0.1", True, "", "", False),
+        ("192.168.0.1", True, "Bearer segredo", "", False),  # no token configured
+        ("192.168.0.1", True, "Bearer segredo", "segredo", True),
+        ("192.168.0.1", True, "bearer segredo", "segredo", True),
+        ("192.168.0.1", True, "Bearer segredo2", "segredo", False),
+        ("192.168.0.1", True, "Token segredo", "segredo", False),
+        (None, True, "", "", False),
+        ("não é ip", True, "", "", False),
+        # A proxy's own address, or a peer that forwarded without being ours:
+        # inside the networks, and still nobody in particular.
+        ("127.0.0.1", False, "", "", False),
+        ("127.0.0.1", False, "Bearer segredo", "segredo", True),
     ],
 )
 def test_quem_pode_ler_as_metricas(
-    endereco: str | None, autorizacao: str, token: str, esperado: bool, settings: Any
+    endereco: str | None,
+    identificado: bool,
+    autorizacao: str,
+    token: str,
+    esperado: bool,
+    settings: Any,
 ) -> None:
     settings.RELATORIOS_METRICAS_REDES = ["127.0.0.0/8", "::1/128", "10.0.0.0/8"]
     settings.RELATORIOS_METRICAS_TOKEN = token
+    cliente = acesso.Cliente(endereco, identificado=identificado)
 
-    assert metricas.autorizado(endereco=endereco, autorizacao=autorizacao) is esperado
+    assert metricas.autorizado(cliente=cliente, autorizacao=autorizacao) is esperado
 
 
 ROTULOS_DO_BANCO = {"alias": "default", "vendor": "postgresql"}
