@@ -65,6 +65,11 @@ def configuracao(*, acesso: bool = True) -> dict[str, Any]:
         "root": {"handlers": ["console"], "level": nivel},
         "loggers": {
             "django-q": {"level": os.environ.get("Q_LOG_LEVEL", "INFO")},
+            # With DJANGO_DEBUG on, Django logs every SQL statement with its
+            # parameters at DEBUG: token keys, password hashes, webhook
+            # secrets. Never, whatever LOG_LEVEL says; pg_stat_statements and
+            # RELATORIOS_METRICAS_SQL tell which statements run.
+            "django.db.backends": {"level": "INFO"},
             # The web's access line (config/vigia.py): its fields are `extra=`.
             "relatorios.acesso": {
                 "handlers": ["console"],

@@ -33,6 +33,7 @@ class RelatoriosConfig(AppConfig):
         post_spawn.connect(execucao.instalar_sinais, dispatch_uid="relatorios-sinais")
         checks.register(verificar_timeouts)
         checks.register(verificar_chave_secreta)
+        checks.register(verificar_email, checks.Tags.security, deploy=True)
 
 
 def verificar_timeouts(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -65,6 +66,24 @@ def verificar_chave_secreta(**kwargs: Any) -> list[checks.CheckMessage]:
     if problema is None:
         return []
     return [checks.Error(problema, id="relatorios.E002")]
+
+
+def verificar_email(**kwargs: Any) -> list[checks.CheckMessage]:
+    """Django's console backend, our default so `make run` needs no mail
+    server, writes each message whole to the process's standard output: in a
+    deployment that is the log stream, and a report's email is a tenant's
+    data, never a log line (docs/seguranca.md, "Logs")."""
+    if settings.DEBUG or not settings.EMAIL_BACKEND.endswith(".console.EmailBackend"):
+        return []
+    return [
+        checks.Warning(
+            "EMAIL_BACKEND is the console backend: every email, its body "
+            "included, would be written to this process's output, beside the logs",
+            hint="set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend "
+            "and EMAIL_HOST (docs/operacao.md, deploy checklist)",
+            id="relatorios.W001",
+        )
+    ]
 
 
 # Django's admin site, for support staff: only users without a tenant enter.

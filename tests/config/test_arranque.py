@@ -28,6 +28,8 @@ PRODUCAO = {
     "DJANGO_SECURE_HSTS_PRELOAD": "true",
     "DJANGO_SECURE_COOKIES": "true",
     "RELATORIOS_PROXIES_CONFIAVEIS": "127.0.0.1/32",
+    "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+    "EMAIL_HOST": "smtp.exemplo.com.br",
 }
 
 
@@ -119,3 +121,4 @@ def test_check_deploy_acusa_o_que_falta_sem_elas() -> None:
     assert resultado.returncode != 0
     assert "security.W004" in saida  # HSTS
     assert "security.W012" in saida  # session cookie not secure
+    assert "relatorios.W001" in saida  # emails written to the log stream
