@@ -100,6 +100,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A deadlock victim that got past the domain's retries: a 409 page, not
+    # a 500 (the API answers it in JSON itself: relatorios/api/erros.py).
+    "relatorios.operacao.conflitos.ConflitoEntreTransacoes",
     # Last, as django-axes requires: answers a locked-out login with its page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -34,10 +34,10 @@ from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db import connection, transaction
+from django.db import connection
 
 from relatorios import tipos
-from relatorios.banco.comum import agora_do_banco
+from relatorios.banco.comum import agora_do_banco, repetivel
 from relatorios.models import (
     Agendamento,
     Periodo,
@@ -214,34 +214,36 @@ def criar(
     )
 
 
+@repetivel
 def pausar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
     """Stop firing. Occurrences already due but not fired are recorded now, so
     their alerts still open at their deadlines ("paused after it was due")."""
     return _desativar(agendamento_id=agendamento_id, tenant_id=tenant_id, excluir=False)
 
 
+@repetivel
 def excluir(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
     """Pause for good and hide it; its occurrences and alerts stay as history."""
     return _desativar(agendamento_id=agendamento_id, tenant_id=tenant_id, excluir=True)
 
 
+@repetivel
 def retomar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
     """Fire again from now on; what was planned while paused is not owed."""
-    with transaction.atomic():
-        agendamento = _travar(agendamento_id, tenant_id)
-        if agendamento is None or agendamento.ativo or agendamento.excluido_em:
-            return False
-        agora = agora_do_banco()
-        fuso = _fuso(agendamento.tenant_id)
-        proximo = proximo_disparo(agendamento.cron, fuso, agora)
-        Agendamento.objects.filter(pk=agendamento.pk).update(
-            ativo=True,
-            pausado_em=None,
-            ativo_desde=agora,
-            verificado_ate=agora,
-            proximo_disparo=proximo,
-            proxima_verificacao=proximo + agendamento.prazo,
-        )
+    agendamento = travar(agendamento_id, tenant_id)
+    if agendamento is None or agendamento.ativo or agendamento.excluido_em:
+        return False
+    agora = agora_do_banco()
+    fuso = _fuso(agendamento.tenant_id)
+    proximo = proximo_disparo(agendamento.cron, fuso, agora)
+    Agendamento.objects.filter(pk=agendamento.pk).update(
+        ativo=True,
+        pausado_em=None,
+        ativo_desde=agora,
+        verificado_ate=agora,
+        proximo_disparo=proximo,
+        proxima_verificacao=proximo + agendamento.prazo,
+    )
     return True
 
 
@@ -257,27 +259,33 @@ def proximos_disparos(agendamento: Agendamento, n: int = 3) -> list[datetime]:
 
 
 def _desativar(*, agendamento_id: int, tenant_id: int | None, excluir: bool) -> bool:
-    with transaction.atomic():
-        agendamento = _travar(agendamento_id, tenant_id)
-        if agendamento is None or agendamento.excluido_em is not None:
-            return False
-        if not agendamento.ativo and not excluir:
-            return False
-        agora = agora_do_banco()
-        if agendamento.ativo:
-            registrar_nao_disparadas(
-                agendamento, ate=agora, motivo="pausado antes de disparar"
-            )
-        campos: dict[str, Any] = {
-            "ativo": False,
-            "proximo_disparo": None,
-            "proxima_verificacao": None,
-        }
-        if agendamento.ativo:
-            campos |= {"pausado_em": agora, "verificado_ate": agora}
-        if excluir:
-            campos["excluido_em"] = agora
-        Agendamento.objects.filter(pk=agendamento.pk).update(**campos)
+    """Pause (or delete) under the schedule's lock; callers are @repetivel.
+
+    A firing that began before the lock keeps its occurrence and its job:
+    recording the due occurrences waits for its uncommitted row, then leaves
+    it alone (ON CONFLICT DO NOTHING). Docs: agendamentos.md, "Pausing or
+    deleting while a slot fires".
+    """
+    agendamento = travar(agendamento_id, tenant_id)
+    if agendamento is None or agendamento.excluido_em is not None:
+        return False
+    if not agendamento.ativo and not excluir:
+        return False
+    agora = agora_do_banco()
+    if agendamento.ativo:
+        registrar_nao_disparadas(
+            agendamento, ate=agora, motivo="pausado antes de disparar"
+        )
+    campos: dict[str, Any] = {
+        "ativo": False,
+        "proximo_disparo": None,
+        "proxima_verificacao": None,
+    }
+    if agendamento.ativo:
+        campos |= {"pausado_em": agora, "verificado_ate": agora}
+    if excluir:
+        campos["excluido_em"] = agora
+    Agendamento.objects.filter(pk=agendamento.pk).update(**campos)
     return True
 
 
@@ -318,10 +326,21 @@ def registrar_nao_disparadas(
     return planejados
 
 
-def _travar(agendamento_id: int, tenant_id: int | None) -> Agendamento | None:
-    consulta = Agendamento.objects.select_for_update(of=("self",)).select_related(
-        "tenant"
-    )
+def travar(
+    agendamento_id: int, tenant_id: int | None = None, *, pular_travado: bool = False
+) -> Agendamento | None:
+    """The schedule's row, locked until the transaction ends (None if absent,
+    or with `pular_travado`, if someone else holds it).
+
+    The lock order of everything that writes a schedule's occurrences: this
+    row first, then the occurrences. FOR NO KEY UPDATE, not FOR UPDATE: an
+    occurrence inserted by a firing checks its foreign key at COMMIT with FOR
+    KEY SHARE on this row, which FOR UPDATE would block while we wait on that
+    firing's occurrence: a deadlock (docs/agendamentos.md).
+    """
+    consulta = Agendamento.objects.select_for_update(
+        no_key=True, skip_locked=pular_travado, of=("self",)
+    ).select_related("tenant")
     if tenant_id is not None:
         consulta = consulta.filter(tenant_id=tenant_id)
     return consulta.filter(pk=agendamento_id).first()

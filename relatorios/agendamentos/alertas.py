@@ -132,10 +132,21 @@ def _registrar_devidas(agora: datetime, resultado: Verificacao) -> None:
             resultado.falhas += 1
 
 
-def _registrar_do_agendamento(agendamento: Agendamento, agora: datetime) -> int:
-    ate = agora - agendamento.prazo
-    fuso = agendamento.tenant.fuso_horario
+def _registrar_do_agendamento(visto: Agendamento, agora: datetime) -> int:
     with transaction.atomic():
+        # The schedule's row first, then its occurrences: the order pausing
+        # and deleting keep (agenda.travar). One held by a pause right now is
+        # skipped: the pause records its due occurrences itself. One another
+        # checker already moved on is left to it.
+        agendamento = agenda.travar(visto.pk, pular_travado=True)
+        if (
+            agendamento is None
+            or not agendamento.ativo
+            or agendamento.verificado_ate != visto.verificado_ate
+        ):
+            return 0
+        ate = agora - agendamento.prazo
+        fuso = agendamento.tenant.fuso_horario
         cobertos = agenda.registrar_nao_disparadas(
             agendamento, ate=ate, motivo="nenhum cluster disparou esta ocorrência"
         )
@@ -143,11 +154,7 @@ def _registrar_do_agendamento(agendamento: Agendamento, agora: datetime) -> int:
         # several passes, oldest first.
         novo_limite = cobertos[-1] if len(cobertos) >= 1000 else ate
         seguinte = agenda.proximo_disparo(agendamento.cron, fuso, novo_limite)
-        # Guarded: a concurrent checker that moved it first wins; the
-        # rows either wrote are the same (ON CONFLICT DO NOTHING).
-        Agendamento.objects.filter(
-            pk=agendamento.pk, verificado_ate=agendamento.verificado_ate
-        ).update(
+        Agendamento.objects.filter(pk=agendamento.pk).update(
             verificado_ate=novo_limite,
             proxima_verificacao=seguinte + agendamento.prazo,
         )

@@ -24,7 +24,7 @@ from relatorios.agendamentos.agenda import (
     params_da_ocorrencia,
     proximo_disparo,
 )
-from relatorios.banco.comum import agora_do_banco
+from relatorios.banco.comum import agora_do_banco, instante_do_banco, repetivel
 from relatorios.jobs import pedidos
 from relatorios.models import (
     Agendamento,
@@ -37,6 +37,7 @@ from relatorios.tipos.normalizacao import ErroDeParametro
 logger = logging.getLogger(__name__)
 
 
+@repetivel
 def executar_agora(*, agendamento_id: int) -> Ocorrencia:
     """Support's "executar agora": an extra occurrence planned for now, fired
     through the same path (and owing the same deadline)."""
@@ -44,7 +45,9 @@ def executar_agora(*, agendamento_id: int) -> Ocorrencia:
     agendamento = Agendamento.objects.select_related("tenant").get(
         pk=agendamento_id, excluido_em__isnull=True
     )
-    agora = agora_do_banco()
+    # The statement's clock, not the transaction's: two runs asked for in one
+    # transaction (an admin action over a selection) are two occurrences.
+    agora = instante_do_banco()
     ocorrencia = _registrar(
         agendamento,
         agendamento.tenant.fuso_horario,
@@ -53,7 +56,7 @@ def executar_agora(*, agendamento_id: int) -> Ocorrencia:
         agora=agora,
         motivo="executar agora",
     )
-    if ocorrencia is None:  # now() is per transaction: only a replay could collide
+    if ocorrencia is None:  # clock_timestamp() moves: only a replay could collide
         raise RuntimeError(f"occurrence of {agendamento_id} at {agora} exists")
     return ocorrencia
 

@@ -12,6 +12,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 from rest_framework import exceptions, status
@@ -19,8 +20,10 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 from relatorios.api.entrada import CorpoInvalido, e_da_api
+from relatorios.banco.comum import conflito_repetivel
 from relatorios.jobs.pedidos import LimiteDePendentes
 from relatorios.operacao import metricas
+from relatorios.operacao.conflitos import MENSAGEM as MENSAGEM_DE_CONFLITO
 from relatorios.tipos import TipoDesconhecido
 from relatorios.tipos.normalizacao import ErroDeParametro
 
@@ -53,6 +56,12 @@ def tratar_excecao(exc: Exception, context: dict[str, Any]) -> Response | None:
     if isinstance(exc, (exceptions.ParseError, exceptions.UnsupportedMediaType)):
         # A body that is not JSON is a bad request like any other.
         return _erro(status.HTTP_400_BAD_REQUEST, _MENSAGENS[type(exc)], campo="corpo")
+    if isinstance(exc, DatabaseError) and conflito_repetivel(exc):
+        # A deadlock victim past the domain's own retries (banco.comum.repetivel):
+        # nothing was written, and the same request again will likely pass.
+        conflito = _erro(status.HTTP_409_CONFLICT, MENSAGEM_DE_CONFLITO)
+        conflito["Retry-After"] = "1"
+        return conflito
     if isinstance(exc, exceptions.Throttled):
         metricas.recusa_429("limite_api")
     resposta = exception_handler(exc, context)
