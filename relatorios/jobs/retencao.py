@@ -15,7 +15,8 @@ With the job go its attempts ledger, partial rows and email subscriptions;
 schedule occurrences and notification deliveries keep their row with
 `job_id` emptied (their models say SET NULL; at the database level these are
 plain foreign keys, so this statement does it). django-q2's task records
-(only failures are kept, Q_SAVE_LIMIT) go by their own age.
+(only failures are kept, Q_SAVE_LIMIT) go by their own age, and so do the
+rows of clusters that stopped or were declared dead.
 
 The cluster's supervisor calls `expurgar` periodically; it is safe with any
 number of clusters running it at once.
@@ -85,6 +86,19 @@ _APAGAR_TAREFAS = """
 """
 
 
+# Clusters that stopped, or were declared dead (their queue messages already
+# handed back), more than the retention window ago: the admin's list and
+# /readyz read only recent ones. One silent but never declared dead stays
+# until a peer declares it (fila.clusters hands back what it held first).
+_APAGAR_CLUSTERS = """
+    DELETE FROM relatorio_clusters
+     WHERE id IN (SELECT id FROM relatorio_clusters
+                   WHERE coalesce(morto_em, encerrado_em) < %(corte)s
+                   LIMIT %(lote)s
+                   FOR UPDATE SKIP LOCKED)
+"""
+
+
 def corte() -> timedelta:
     return timedelta(days=settings.RELATORIOS_RETER_DIAS)
 
@@ -97,18 +111,21 @@ def expurgar(*, lote: int = 1000) -> int:
        subscriptions, empties the references of occurrences and deliveries,
        and deletes the jobs. Locks last one batch.
     2. Stops at the first short batch, or after LOTES_POR_CHAMADA batches.
-    3. Then django-q2's task records stopped before the cut-off, the same way.
+    3. Then django-q2's task records stopped before the cut-off, and the rows
+       of clusters stopped or declared dead before it, the same way.
     """
     limite = timezone.now() - corte()
     parametros = {"corte": limite, "lote": lote}
     jobs = _em_lotes(_APAGAR_JOBS, parametros, lote)
     tarefas = _em_lotes(_APAGAR_TAREFAS, parametros, lote)
-    if jobs or tarefas:
+    clusters = _em_lotes(_APAGAR_CLUSTERS, parametros, lote)
+    if jobs or tarefas or clusters:
         logger.info(
             "expurgo",
             extra={
                 "jobs": jobs,
                 "tarefas": tarefas,
+                "clusters": clusters,
                 "reter_dias": settings.RELATORIOS_RETER_DIAS,
             },
         )

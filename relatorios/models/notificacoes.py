@@ -137,6 +137,14 @@ class Entrega(models.Model):
                 condition=models.Q(estado="pendente"),
             ),
             models.Index(fields=["criado_em"], name="relatorio_entregas_criado"),
+            # Retention empties job_id of the deliveries of each deleted job
+            # (retencao._APAGAR_JOBS), and the admin filters deliveries by
+            # job: without it both scan the whole table.
+            models.Index(
+                fields=["job"],
+                name="relatorio_entregas_job",
+                condition=models.Q(job__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:

@@ -15,6 +15,8 @@ from django_q.models import Task
 from relatorios.jobs import retencao
 from relatorios.models import (
     Agendamento,
+    Cluster,
+    Entrega,
     EstadoOcorrencia,
     Inscricao,
     Ocorrencia,
@@ -210,3 +212,52 @@ def test_suporte_ve_a_politica_na_pagina_inicial_do_admin(
     html = client.get("/admin/").content.decode()
     assert "Retenção: jobs prontos são apagados 45 dias depois" in html
     assert "Pendentes e em execução nunca são apagados" in html
+
+
+def test_clusters_encerrados_ou_mortos_ha_mais_que_a_janela_somem(
+    settings: Any,
+) -> None:
+    settings.RELATORIOS_RETER_DIAS = 30
+    ha = {d: timezone.now() - timedelta(days=d) for d in (1, 31, 40)}
+    encerrado_velho = Cluster.objects.create(
+        host="a", pid=1, batimento_em=ha[31], encerrado_em=ha[31]
+    )
+    morto_velho = Cluster.objects.create(
+        host="b", pid=2, batimento_em=ha[40], morto_em=ha[31]
+    )
+    encerrado_ontem = Cluster.objects.create(
+        host="c", pid=3, batimento_em=ha[1], encerrado_em=ha[1]
+    )
+    # Silent for long but never declared dead: a peer must hand back its
+    # messages first.
+    calado = Cluster.objects.create(host="d", pid=4, batimento_em=ha[40])
+    vivo = Cluster.objects.create(host="e", pid=5, iniciado_em=ha[40])
+
+    retencao.expurgar()
+
+    assert set(Cluster.objects.values_list("pk", flat=True)) == {
+        encerrado_ontem.pk,
+        calado.pk,
+        vivo.pk,
+    }
+    assert not Cluster.objects.filter(
+        pk__in=[encerrado_velho.pk, morto_velho.pk]
+    ).exists()
+
+
+@pytest.mark.parametrize(
+    "consulta",
+    [
+        # Retention, for the deliveries of the jobs it deletes.
+        "UPDATE relatorio_entregas SET job_id = NULL WHERE job_id IN (SELECT 7)",
+        # The admin's search "=job__id".
+        str(Entrega.objects.filter(job__id=7).query),
+    ],
+)
+def test_entregas_de_um_job_se_acham_pelo_indice(consulta: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {consulta}")
+        plano = "\n".join(linha for (linha,) in cursor.fetchall())
+
+    assert "relatorio_entregas_job" in plano
