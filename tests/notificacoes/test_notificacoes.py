@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import standardwebhooks
 from django.core import mail
+from django.core.mail import EmailMessage
 from django.db import transaction
 from django.test import Client
 from django.utils import timezone
@@ -34,7 +35,7 @@ from relatorios.models import (
     Webhook,
 )
 from relatorios.notificacoes import destinos, entrega, saida, webhooks
-from relatorios.notificacoes.email import inscrever
+from relatorios.notificacoes.email import inscrever, mensagem_de_email
 from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers
 from tests.processos import Processo
@@ -609,6 +610,24 @@ def test_api_400_nomeia_o_campo(
     assert resposta.status_code == 400
     assert resposta.json()["campo"] == campo
     assert Webhook.objects.count() == 0
+
+
+def test_nome_com_quebra_de_linha_gravado_antes_da_regra_nao_quebra_o_email() -> None:
+    payload = {
+        "type": "alerta.aberto",
+        "data": {
+            "agendamento": {"id": 7, "nome": "Vendas\nBcc: todos@rede.com"},
+            "tipo": "vendas",
+            "planejado_para": "2026-03-01T06:00:00.000000Z",
+            "prazo_em": "2026-03-01T09:00:00.000000Z",
+            "motivo": "nenhum cluster disparou",
+            "fuso_horario": "America/Sao_Paulo",
+        },
+    }
+    assunto, corpo = mensagem_de_email(payload)
+    mensagem = EmailMessage(assunto, corpo, to=["contab@rede.com"]).message()
+    assert assunto.startswith("Alerta: o relatório agendado Vendas Bcc: todos@")
+    assert mensagem["Bcc"] is None
 
 
 @pytest.mark.django_db
