@@ -332,6 +332,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "relatorios.api.esquema.acrescentar_links",
+        "relatorios.api.esquema.limites_configurados",
     ],
     # Ids are bigint: the `job` converter's digits, 1 .. 2^63-1.
     "PATH_CONVERTER_OVERRIDES": {
@@ -401,6 +402,18 @@ RELATORIOS_DISPARO_TOLERANCIA_S = env_int("RELATORIOS_DISPARO_TOLERANCIA_S", 300
 RELATORIOS_CRON_SEGUNDOS = env_bool("RELATORIOS_CRON_SEGUNDOS", False)
 # How often each cluster fires due schedules and runs the absence checker.
 RELATORIOS_AGENDADOR_S = env_float("RELATORIOS_AGENDADOR_S", 5.0)
+# A new schedule's cron may not fire twice within this many minutes (checked
+# on its next firings, agendamentos.agenda.verificar_intervalo); 0 turns the
+# check off (tests with seconds crons). Existing schedules keep their cron.
+RELATORIOS_INTERVALO_MINIMO_MIN = env_int("RELATORIOS_INTERVALO_MINIMO_MIN", 15)
+# Per tenant: schedules not deleted (paused ones count: resuming needs no
+# slot), and webhooks; creating one more is a 409.
+RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT = env_int(
+    "RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT", 100
+)
+RELATORIOS_MAX_WEBHOOKS_POR_TENANT = env_int("RELATORIOS_MAX_WEBHOOKS_POR_TENANT", 10)
+# Emails one schedule tells when its alert opens (400 naming destinatarios).
+RELATORIOS_MAX_DESTINATARIOS = env_int("RELATORIOS_MAX_DESTINATARIOS", 20)
 
 # --- Retention ---------------------------------------------------------------------
 

@@ -36,6 +36,7 @@ from relatorios.admin.comum import (
     selecionados,
 )
 from relatorios.agendamentos import agenda, disparo
+from relatorios.agendamentos.agenda import CRON_MAX, NOME_MAX
 from relatorios.agendamentos.entrada import (
     AJUDA_DO_CRON,
     CAMPOS_EQUIVALENTES,
@@ -46,6 +47,7 @@ from relatorios.models import (
     Agendamento,
     Alerta,
     EstadoOcorrencia,
+    LimiteDoTenant,
     Ocorrencia,
     Periodo,
     Recuperacao,
@@ -85,13 +87,14 @@ class AgendamentoAdminForm(forms.ModelForm):
     hands back the row the service created."""
 
     tenant = forms.ModelChoiceField(Tenant.objects.order_by("nome"), label="Tenant")
-    nome = forms.CharField(label="Nome", required=False, max_length=200)
+    nome = forms.CharField(label="Nome", required=False, max_length=NOME_MAX)
     tipo = forms.ChoiceField(
         label="Tipo", choices=lambda: [(t, t) for t in sorted(tipos.registro())]
     )
     periodo = forms.ChoiceField(label="Período", choices=Periodo.choices)
     cron = forms.CharField(
         label="Cron",
+        max_length=CRON_MAX,
         help_text=f"{AJUDA_DO_CRON} Depois de criado o agendamento não muda: "
         "para trocar o cron, exclua-o e crie outro.",
         widget=forms.TextInput(attrs={"size": 30}),
@@ -149,6 +152,8 @@ class AgendamentoAdminForm(forms.ModelForm):
         except ErroDeParametro as erro:
             campo = CAMPOS_EQUIVALENTES.get(erro.campo, erro.campo)
             self.add_error(campo if campo in self.fields else None, erro.mensagem)
+        except LimiteDoTenant as limite:
+            self.add_error(None, str(limite))
         return dados
 
     def _post_clean(self) -> None:

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, date, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -34,7 +36,7 @@ from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
-from django.db import connection
+from django.db import connection, transaction
 
 from relatorios import tipos
 from relatorios.banco.comum import agora_do_banco, repetivel
@@ -43,6 +45,7 @@ from relatorios.models import (
     Periodo,
     Recuperacao,
     Tenant,
+    reservar_vaga,
 )
 from relatorios.tipos.normalizacao import ErroDeParametro
 
@@ -55,14 +58,39 @@ _MARGEM_LOCAL = timedelta(hours=3)
 
 PRAZO_MAX = timedelta(days=62)
 
+# The texts a tenant stores in a schedule, and their limits (docs/agendamentos.md,
+# "Limits"). Checked here, so the API, the pages and the admin share them; the
+# OpenAPI document states the same (relatorios/api/esquema/agendamentos.py).
+NOME_MAX = 200
+# Far more than a real cron needs (listing every hour and every day of the
+# month one by one takes 153), and checked before croniter sees the text: its
+# parse costs time in proportion to the length, and every page that shows the
+# next firings parses the cron again (240 KB took seconds each time).
+CRON_MAX = 200
+# RFC 5321's limit on an address, and Django's EmailField's.
+EMAIL_MAX = 254
+# How many next firings a page or an API answer may ask for, and how far
+# ahead they are looked for (a leap day's cron shows fewer).
+PROXIMOS_MAX = 10
+_HORIZONTE_DOS_PROXIMOS = timedelta(days=10 * 366)
+# How far ahead a new cron's firings are looked at for their spacing: four
+# years, so that a leap day's cron is seen too.
+_JANELA_DO_INTERVALO = timedelta(days=4 * 366)
 
-MAX_DESTINATARIOS = 20
+_CONTROLE = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def validar_cron(expressao: Any) -> str:
-    """A cron expression that fires at least once, or ErroDeParametro('cron')."""
+    """A cron expression that fires at least once, or ErroDeParametro('cron').
+
+    Its length is checked before anything parses it.
+    """
     if not isinstance(expressao, str) or not expressao.strip():
         raise ErroDeParametro("cron", "informe uma expressão cron de cinco campos")
+    if len(expressao) > CRON_MAX:
+        raise ErroDeParametro(
+            "cron", f"expressão cron longa demais: o máximo é {CRON_MAX} caracteres"
+        )
     expressao = " ".join(expressao.split())
     campos = len(expressao.split())
     permitidos = {5, 6} if settings.RELATORIOS_CRON_SEGUNDOS else {5}
@@ -98,6 +126,38 @@ def disparos_entre(
         if depois_de < instante <= ate:
             vistos.add(instante)
     return sorted(vistos)
+
+
+def verificar_intervalo(cron: str, fuso: str, depois_de: datetime) -> None:
+    """ErroDeParametro('cron') when two of the cron's next firings are closer
+    than RELATORIOS_INTERVALO_MINIMO_MIN minutes (0: no minimum).
+
+    Bounded: it looks at the firings of the next four years, and at most
+    `quantos` of them. A cron fires at the same times on every day it fires,
+    so if those are closer than the minimum, any 24 hours of firings shows it
+    (23:55 and 00:05 on consecutive days, the first consecutive days it fires).
+    `quantos` is two days' worth at the densest spacing allowed: either the
+    firings looked at span three days or more, and some day in the middle is
+    whole, or one day holds half of them, more than fit in a day so far apart.
+    """
+    minimo = settings.RELATORIOS_INTERVALO_MINIMO_MIN
+    if minimo <= 0:
+        return
+    quantos = 2 * (24 * 60 // minimo) + 4
+    disparos = disparos_entre(
+        cron, fuso, depois_de, depois_de + _JANELA_DO_INTERVALO, limite=quantos
+    )
+    for anterior, seguinte in pairwise(disparos):
+        if seguinte - anterior < timedelta(minutes=minimo):
+            tz = ZoneInfo(fuso)
+            raise ErroDeParametro(
+                "cron",
+                f"a expressão cron dispara com menos de {minimo} minutos de "
+                f"intervalo (às {anterior.astimezone(tz):%H:%M} e "
+                f"{seguinte.astimezone(tz):%H:%M} de "
+                f"{seguinte.astimezone(tz):%d/%m/%Y}); o intervalo mínimo é "
+                f"{minimo} minutos",
+            )
 
 
 def proximo_disparo(cron: str, fuso: str, depois_de: datetime) -> datetime:
@@ -164,13 +224,16 @@ def criar(
     The template is checked the way a firing will use it: the concrete
     parameters of its next firing go through the type's normalization and the
     tenant's store codes, so a schedule that could only ever be refused is a
-    400 now, not an alert later.
+    400 now, not an alert later. Its cron may not fire more often than
+    RELATORIOS_INTERVALO_MINIMO_MIN. The tenant's
+    RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT, counted under a lock on its row
+    in the inserting transaction, is LimiteDoTenant.
     """
     try:
         tipo_relatorio = tipos.obter(tipo)
     except tipos.TipoDesconhecido:
         raise ErroDeParametro(
-            "tipo", f"tipo de relatório desconhecido: {tipo}"
+            "tipo", f"tipo de relatório desconhecido: {str(tipo)[:40]}"
         ) from None
     if periodo not in Periodo.values:
         raise ErroDeParametro(
@@ -181,12 +244,18 @@ def criar(
     recuperacao = Recuperacao.ULTIMA if recuperacao is None else recuperacao
     if recuperacao not in Recuperacao.values:
         raise ErroDeParametro("recuperacao", "deve ser 'ultima' ou 'pular'")
-    if not isinstance(nome, str) or len(nome) > 200:
-        raise ErroDeParametro("nome", "texto de até 200 caracteres")
+    if not isinstance(nome, str) or len(nome) > NOME_MAX:
+        raise ErroDeParametro("nome", f"texto de até {NOME_MAX} caracteres")
+    if _CONTROLE.search(nome):
+        # A line break in the name would break the alert email's subject.
+        raise ErroDeParametro(
+            "nome", "o nome não pode ter quebras de linha nem tabulações"
+        )
     destinatarios = _emails(destinatarios)
     fuso = _fuso(tenant_id)
     agora = agora_do_banco()
     primeiro = proximo_disparo(cron, fuso, agora)
+    verificar_intervalo(cron, fuso, agora)
     modelo = Agendamento(
         periodo=periodo, agrupar="dia" if agrupar is None else agrupar, lojas=lojas
     )
@@ -195,23 +264,35 @@ def criar(
         params_da_ocorrencia(modelo, primeiro, fuso) | {"lojas": lojas}
     )
     verificar_lojas(tenant_id=tenant_id, lojas=amostra["lojas"])
-    return Agendamento.objects.create(
-        tenant_id=tenant_id,
-        nome=nome.strip(),
-        tipo=tipo,
-        periodo=periodo,
-        agrupar=modelo.agrupar,
-        lojas=amostra["lojas"],
-        cron=cron,
-        prazo=prazo,
-        destinatarios=destinatarios,
-        recuperacao=recuperacao,
-        criado_por_id=usuario_id,
-        ativo_desde=agora,
-        verificado_ate=agora,
-        proximo_disparo=primeiro,
-        proxima_verificacao=primeiro + prazo,
-    )
+    limite = settings.RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT
+    with transaction.atomic():
+        # Paused schedules count too: resuming one then needs no free slot.
+        reservar_vaga(
+            tenant_id=tenant_id,
+            existentes=Agendamento.objects.filter(
+                tenant_id=tenant_id, excluido_em__isnull=True
+            ),
+            limite=limite,
+            mensagem=f"o limite de {limite} agendamentos por empresa foi "
+            "atingido: exclua um antes de criar outro",
+        )
+        return Agendamento.objects.create(
+            tenant_id=tenant_id,
+            nome=nome.strip(),
+            tipo=tipo,
+            periodo=periodo,
+            agrupar=modelo.agrupar,
+            lojas=amostra["lojas"],
+            cron=cron,
+            prazo=prazo,
+            destinatarios=destinatarios,
+            recuperacao=recuperacao,
+            criado_por_id=usuario_id,
+            ativo_desde=agora,
+            verificado_ate=agora,
+            proximo_disparo=primeiro,
+            proxima_verificacao=primeiro + prazo,
+        )
 
 
 @repetivel
@@ -248,14 +329,23 @@ def retomar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
 
 
 def proximos_disparos(agendamento: Agendamento, n: int = 3) -> list[datetime]:
-    """The next `n` firings (for pages); none while paused."""
+    """The next `n` firings, at most PROXIMOS_MAX (for pages); none while paused.
+
+    One walk of the cron after the stored next firing, within
+    _HORIZONTE_DOS_PROXIMOS: the pages show these for every schedule of a
+    tenant, so each costs one parse of its cron, not one per firing.
+    """
     if not agendamento.ativo or agendamento.proximo_disparo is None:
         return []
-    fuso = agendamento.tenant.fuso_horario
-    disparos = [agendamento.proximo_disparo]
-    while len(disparos) < n:
-        disparos.append(proximo_disparo(agendamento.cron, fuso, disparos[-1]))
-    return disparos
+    primeiro = agendamento.proximo_disparo
+    seguintes = disparos_entre(
+        agendamento.cron,
+        agendamento.tenant.fuso_horario,
+        primeiro,
+        primeiro + _HORIZONTE_DOS_PROXIMOS,
+        limite=min(n, PROXIMOS_MAX) - 1,
+    )
+    return [primeiro, *seguintes]
 
 
 def _desativar(*, agendamento_id: int, tenant_id: int | None, excluir: bool) -> bool:
@@ -370,20 +460,26 @@ def _prazo(valor: Any) -> timedelta:
 def _emails(valor: Any) -> list[str]:
     if valor is None:
         return []
-    if not isinstance(valor, list) or len(valor) > MAX_DESTINATARIOS:
-        raise ErroDeParametro(
-            "destinatarios", f"lista de até {MAX_DESTINATARIOS} e-mails"
-        )
+    maximo = settings.RELATORIOS_MAX_DESTINATARIOS
+    if not isinstance(valor, list) or len(valor) > maximo:
+        raise ErroDeParametro("destinatarios", f"lista de até {maximo} e-mails")
     emails: list[str] = []
     for item in valor:
         if not isinstance(item, str):
             raise ErroDeParametro("destinatarios", "cada destinatário é um e-mail")
+        email = item.strip()
+        if len(email) > EMAIL_MAX:
+            raise ErroDeParametro(
+                "destinatarios", f"e-mail de até {EMAIL_MAX} caracteres"
+            )
         try:
-            validate_email(item.strip())
+            validate_email(email)
         except ValidationError:
-            raise ErroDeParametro("destinatarios", f"e-mail inválido: {item}") from None
-        if item.strip().lower() not in emails:
-            emails.append(item.strip().lower())
+            raise ErroDeParametro(
+                "destinatarios", f"e-mail inválido: {email}"
+            ) from None
+        if email.lower() not in emails:
+            emails.append(email.lower())
     return emails
 
 

@@ -22,6 +22,7 @@ from rest_framework.views import exception_handler
 from relatorios.api.entrada import CorpoInvalido, e_da_api
 from relatorios.banco.comum import conflito_repetivel
 from relatorios.jobs.pedidos import LimiteDePendentes
+from relatorios.models import LimiteDoTenant
 from relatorios.operacao import metricas
 from relatorios.operacao.conflitos import MENSAGEM as MENSAGEM_DE_CONFLITO
 from relatorios.tipos import TipoDesconhecido
@@ -49,6 +50,9 @@ def tratar_excecao(exc: Exception, context: dict[str, Any]) -> Response | None:
         limite = _erro(status.HTTP_429_TOO_MANY_REQUESTS, str(exc))
         limite["Retry-After"] = str(settings.RELATORIOS_RETRY_AFTER_429_S)
         return limite
+    if isinstance(exc, LimiteDoTenant):
+        # Not a 429: no wait makes room, deleting one of them does.
+        return _erro(status.HTTP_409_CONFLICT, str(exc))
     if isinstance(exc, (TipoDesconhecido, Http404, exceptions.NotFound)):
         return _erro(status.HTTP_404_NOT_FOUND, "não encontrado")
     if isinstance(exc, CorpoInvalido):

@@ -24,7 +24,7 @@ from relatorios.models.notificacoes import (
     Inscricao,
     Webhook,
 )
-from relatorios.models.tenants import Tenant, Usuario
+from relatorios.models.tenants import LimiteDoTenant, Tenant, Usuario, reservar_vaga
 
 __all__ = [
     "Agendamento",
@@ -38,6 +38,7 @@ __all__ = [
     "Evento",
     "Inscricao",
     "JanelaDaApi",
+    "LimiteDoTenant",
     "Loja",
     "MovimentoEstoque",
     "Ocorrencia",
@@ -53,4 +54,5 @@ __all__ = [
     "Venda",
     "Vendedor",
     "Webhook",
+    "reservar_vaga",
 ]

@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import zoneinfo
+from typing import Any
 
 from django.contrib.auth.models import AbstractUser
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import connection, models
+from django.db.models import QuerySet
 
 
 def validar_fuso(valor: str) -> None:
@@ -50,3 +52,34 @@ class Usuario(AbstractUser):
 
     def __str__(self) -> str:
         return self.username
+
+
+class LimiteDoTenant(Exception):
+    """The tenant already has as many of something as a setting allows.
+
+    A 409, not a 429: waiting does not help; deleting one does.
+    """
+
+
+def reservar_vaga(
+    *, tenant_id: int, existentes: QuerySet[Any], limite: int, mensagem: str
+) -> None:
+    """Make room for one more of a tenant's rows, or raise LimiteDoTenant.
+
+    Call it inside the transaction that then inserts the row:
+    1. Lock the tenant's row FOR NO KEY UPDATE, the lock a submit takes for
+       the pending cap (relatorios_submeter): two creates for one tenant
+       queue here until the first commits, so two at limite-1 cannot both
+       count limite-1. NO KEY: an insert that only references the tenant
+       (its foreign key check is FOR KEY SHARE) does not wait for it.
+    2. Count `existentes` (the tenant's rows the cap is about).
+    """
+    if not connection.in_atomic_block:
+        raise RuntimeError("reservar_vaga needs the inserting transaction")
+    list(
+        Tenant.objects.select_for_update(no_key=True)
+        .filter(pk=tenant_id)
+        .values_list("pk", flat=True)
+    )
+    if existentes.count() >= limite:
+        raise LimiteDoTenant(mensagem)

@@ -77,7 +77,10 @@ def mensagem_de_email(payload: Mapping[str, Any]) -> tuple[str, str]:
             f"Você pode pedir de novo em: {pagina}\n",
         )
     agendamento = dados["agendamento"]
-    nome = agendamento.get("nome") or f"agendamento {agendamento['id']}"
+    # One line: a name stored before names refused line breaks would
+    # otherwise fail every send (BadHeaderError) of this alert's email.
+    nome = " ".join(str(agendamento.get("nome") or "").split())
+    nome = nome or f"agendamento {agendamento['id']}"
     fuso = dados.get("fuso_horario") or "UTC"
     if evento == Evento.ALERTA_ABERTO:
         return (

@@ -7,13 +7,15 @@ import logging
 import secrets
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import URLValidator
+from django.db import transaction
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from relatorios.banco.comum import ID_MAXIMO
-from relatorios.models import Evento, Webhook
+from relatorios.models import Evento, Webhook, reservar_vaga
 from relatorios.notificacoes.destinos import DestinoRecusado, destino
 from relatorios.tipos.normalizacao import ErroDeParametro
 
@@ -22,6 +24,9 @@ logger = logging.getLogger(__name__)
 
 EVENTOS = tuple(Evento.values)
 
+# The texts a tenant stores in a webhook, and their limits (docs/api.md).
+URL_MAX = 2000
+
 
 def registrar_webhook(
     *, tenant_id: int, url: Any, eventos: Any, usuario_id: int | None
@@ -29,17 +34,29 @@ def registrar_webhook(
     """Create a tenant's webhook with a new secret, returned once in `segredo`.
 
     ErroDeParametro names `url` or `eventos` when they are invalid; the URL
-    must pass the same address rule as each delivery.
+    must pass the same address rule as each delivery. A tenant that already
+    has RELATORIOS_MAX_WEBHOOKS_POR_TENANT (every finished job is one signed
+    POST to each) gets LimiteDoTenant, counted under a lock on its row.
     """
     url_valida = validar_url(url)
     eventos_validos = validar_eventos(eventos)
-    webhook = Webhook.objects.create(
-        tenant_id=tenant_id,
-        url=url_valida,
-        eventos=eventos_validos,
-        segredo=novo_segredo(),
-        criado_por_id=usuario_id,
-    )
+    limite = settings.RELATORIOS_MAX_WEBHOOKS_POR_TENANT
+    # After the URL's check: its DNS look-up is not made under the lock.
+    with transaction.atomic():
+        reservar_vaga(
+            tenant_id=tenant_id,
+            existentes=Webhook.objects.filter(tenant_id=tenant_id),
+            limite=limite,
+            mensagem=f"o limite de {limite} webhooks por empresa foi atingido: "
+            "remova um antes de registrar outro",
+        )
+        webhook = Webhook.objects.create(
+            tenant_id=tenant_id,
+            url=url_valida,
+            eventos=eventos_validos,
+            segredo=novo_segredo(),
+            criado_por_id=usuario_id,
+        )
     logger.info(
         "webhook registrado",
         extra={"webhook_id": webhook.pk, "tenant_id": tenant_id},
@@ -66,8 +83,8 @@ def validar_url(url: Any) -> str:
     if not isinstance(url, str) or not url.strip():
         raise ErroDeParametro("url", "informe a URL do webhook")
     url = url.strip()
-    if len(url) > 2000:
-        raise ErroDeParametro("url", "URL longa demais (máximo 2000 caracteres)")
+    if len(url) > URL_MAX:
+        raise ErroDeParametro("url", f"URL longa demais (máximo {URL_MAX} caracteres)")
     try:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
@@ -80,7 +97,8 @@ def validar_url(url: Any) -> str:
 
 
 def validar_eventos(eventos: Any) -> list[str]:
-    if not isinstance(eventos, list) or not eventos:
+    # At most one of each: a longer list can only repeat one.
+    if not isinstance(eventos, list) or not 0 < len(eventos) <= len(EVENTOS):
         raise ErroDeParametro(
             "eventos", f"informe uma lista com um ou mais de: {', '.join(EVENTOS)}"
         )
@@ -88,7 +106,8 @@ def validar_eventos(eventos: Any) -> list[str]:
     if desconhecidos:
         raise ErroDeParametro(
             "eventos",
-            f"evento desconhecido: {desconhecidos[0]!s}; use {', '.join(EVENTOS)}",
+            f"evento desconhecido: {str(desconhecidos[0])[:40]}; "
+            f"use {', '.join(EVENTOS)}",
         )
     return sorted(set(eventos))
 

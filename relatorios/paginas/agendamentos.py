@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from relatorios import tipos
 from relatorios.agendamentos import agenda
 from relatorios.jobs import consultas
-from relatorios.models import Agendamento, Alerta, Ocorrencia
+from relatorios.models import Agendamento, Alerta, LimiteDoTenant, Ocorrencia
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
 from relatorios.paginas.forms import AgendamentoForm
 from relatorios.tipos import normalizacao
@@ -64,6 +64,9 @@ def criar(request: HttpRequest) -> HttpResponse:
     except normalizacao.ErroDeParametro as erro:
         form.erro_do_servico(erro.campo, erro.mensagem)
         return _pagina(request, form=form, status=400)
+    except LimiteDoTenant as limite:
+        form.add_error(None, str(limite))
+        return _pagina(request, form=form, status=409)
     messages.success(request, f"Agendamento «{agendamento}» criado.")
     return redirect("agendamentos")
 

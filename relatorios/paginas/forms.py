@@ -11,6 +11,7 @@ from typing import Any
 
 from django import forms
 
+from relatorios.agendamentos.agenda import CRON_MAX, NOME_MAX
 from relatorios.agendamentos.entrada import (
     AJUDA_DO_CRON,
     CAMPOS_EQUIVALENTES,
@@ -82,11 +83,12 @@ class AgendamentoForm(forms.Form):
     """What a manager fills in to schedule a report; `agendamentos.criar`
     validates it (the cron, the deadline, the stores) and names the field."""
 
-    nome = forms.CharField(label="Nome", required=False, max_length=200)
+    nome = forms.CharField(label="Nome", required=False, max_length=NOME_MAX)
     tipo = forms.ChoiceField(label="Relatório")
     periodo = forms.ChoiceField(label="Período", choices=Periodo.choices)
     cron = forms.CharField(
         label="Quando (cron)",
+        max_length=CRON_MAX,
         help_text=AJUDA_DO_CRON,
         widget=forms.TextInput(attrs={"placeholder": "0 3 1 * *"}),
     )

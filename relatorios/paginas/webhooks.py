@@ -14,8 +14,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from relatorios.models import Evento, Webhook
+from relatorios.models import Evento, LimiteDoTenant, Webhook
 from relatorios.notificacoes.webhooks import (
+    URL_MAX,
     registrar_webhook,
     remover_webhook,
     webhook_do_tenant,
@@ -27,7 +28,7 @@ from relatorios.tipos.normalizacao import ErroDeParametro
 class WebhookForm(forms.Form):
     url = forms.CharField(
         label="URL",
-        max_length=2000,
+        max_length=URL_MAX,
         widget=forms.URLInput(attrs={"placeholder": "https://", "size": 60}),
     )
     eventos = forms.MultipleChoiceField(
@@ -58,6 +59,9 @@ def webhooks(request: HttpRequest) -> HttpResponse:
     except ErroDeParametro as erro:
         form.add_error(erro.campo if erro.campo in form.fields else None, erro.mensagem)
         return _pagina(request, form, status=400)
+    except LimiteDoTenant as limite:
+        form.add_error(None, str(limite))
+        return _pagina(request, form, status=409)
     return _pagina(request, WebhookForm(), criado=criado)
 
 

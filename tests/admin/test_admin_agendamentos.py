@@ -162,6 +162,7 @@ def test_suporte_cria_um_agendamento_pelo_servico(
         ("prazo_minutos", "0", "positivo"),
         ("lojas", "L999", "lojas desconhecidas: L999"),
         ("destinatarios", "x@", "e-mail inválido"),
+        ("cron", "*/5 * * * *", "o intervalo mínimo é 15 minutos"),
     ],
 )
 def test_erro_do_servico_aparece_no_campo_e_nada_e_criado(
@@ -176,6 +177,19 @@ def test_erro_do_servico_aparece_no_campo_e_nada_e_criado(
     assert mensagem in str(erros[campo])
     assert not Agendamento.objects.exists()
     assert not LogEntry.objects.exists()
+
+
+def test_suporte_tambem_respeita_o_limite_de_agendamentos_do_tenant(
+    cliente: Client, tenant: Tenant, settings: Any
+) -> None:
+    settings.RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT = 1
+    helpers.criar_lojas(tenant, "L001", "L002")
+    agendar(tenant)
+    resposta = cliente.post(f"{AGENDAMENTOS}add/", NOVO | {"tenant": tenant.pk})
+    assert resposta.status_code == 200
+    erros = resposta.context["adminform"].form.non_field_errors()
+    assert "o limite de 1 agendamentos por empresa" in str(erros)
+    assert Agendamento.objects.count() == 1
 
 
 def test_lista_de_agendamentos_com_fuso_e_ultima_ocorrencia(

@@ -334,7 +334,10 @@ def test_job_que_falhou_abre_o_alerta_antes_do_prazo_e_fecha_quando_fica_pronto(
     assert "automaticamente" in alerta.nota
 
 
-def test_pausado_depois_de_vencido_ainda_alerta_pausado_antes_nao(tenant) -> None:
+def test_pausado_depois_de_vencido_ainda_alerta_pausado_antes_nao(
+    tenant, settings
+) -> None:
+    settings.RELATORIOS_INTERVALO_MINIMO_MIN = 0
     agendamento = criar(tenant, cron="* * * * *", periodo="ontem")
     primeiro = agendamento.proximo_disparo
     # Paused (at the database's now, before the first firing): nothing owed.

@@ -42,6 +42,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
 
 RAPIDO = {
     "RELATORIOS_CRON_SEGUNDOS": 1,
+    # Firings seconds apart (the crons below).
+    "RELATORIOS_INTERVALO_MINIMO_MIN": 0,
     "RELATORIOS_AGENDADOR_S": 0.3,
     "RELATORIOS_VARREDURA_S": 0.5,
     "RELATORIOS_HEARTBEAT_S": 0.5,

@@ -23,7 +23,11 @@ from relatorios.agendamentos import agenda, alertas, disparo
 from relatorios.banco import comum
 from relatorios.models import Agendamento, EstadoOcorrencia, Ocorrencia
 from tests import helpers, processos
-from tests.agendamentos.test_agendamentos_processos import agendar, segundos_a_frente
+from tests.agendamentos.test_agendamentos_processos import (
+    RAPIDO,
+    agendar,
+    segundos_a_frente,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -105,11 +109,7 @@ def test_pausar_ou_excluir_durante_um_disparo_nao_trava_e_o_disparo_fica(
     servidor: str,
     ajustes: Callable[..., None],
 ) -> None:
-    ajustes(
-        RELATORIOS_CRON_SEGUNDOS=1,
-        RELATORIOS_AGENDADOR_S=0.3,
-        RELATORIOS_DISPARO_TOLERANCIA_S=60,
-    )
+    ajustes(**RAPIDO, RELATORIOS_DISPARO_TOLERANCIA_S=60)
     tenant = helpers.criar_tenant()
     helpers.criar_lojas(tenant, "L001")
     _, token = helpers.criar_usuario(tenant)
@@ -147,7 +147,7 @@ def test_pausar_ou_excluir_durante_um_disparo_nao_trava_e_o_disparo_fica(
 def test_verificador_e_pausa_ao_mesmo_tempo_nao_travam(
     ajustes: Callable[..., None],
 ) -> None:
-    ajustes(RELATORIOS_CRON_SEGUNDOS=1)
+    ajustes(RELATORIOS_CRON_SEGUNDOS=1, RELATORIOS_INTERVALO_MINIMO_MIN=0)
     tenant = helpers.criar_tenant()
     agendamento = agendar(tenant, "* * * * * *", prazo=timedelta(seconds=1))
     agora = comum.agora_do_banco()

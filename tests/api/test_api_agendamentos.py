@@ -64,6 +64,11 @@ def test_cria_e_lista_agendamentos_do_tenant(cliente: Client) -> None:
         ({"lojas": "L001"}, "lojas"),
         ({"destinatarios": "a@b.com"}, "destinatarios"),
         ({"horario": "03:00"}, "horario"),
+        ({"cron": "0 3 * * " + ",".join(["1"] * 100)}, "cron"),
+        ({"cron": "*/5 * * * *"}, "cron"),
+        ({"nome": "Fechamento\nmensal"}, "nome"),
+        ({"destinatarios": ["a" * 246 + "@rede.com"]}, "destinatarios"),
+        ({"destinatarios": [f"p{n}@rede.com" for n in range(21)]}, "destinatarios"),
     ],
 )
 def test_agendamento_invalido_e_400_que_nomeia_o_campo(
@@ -75,6 +80,31 @@ def test_agendamento_invalido_e_400_que_nomeia_o_campo(
     assert resposta.json()["campo"] == campo
     assert resposta.json()["erro"]
     assert not Agendamento.objects.exists()
+
+
+def test_cron_de_240_kb_e_400_que_nomeia_o_campo(cliente: Client) -> None:
+    cron = "0 3 * * " + ",".join(["1"] * 120_000)
+    resposta = post(cliente, "/relatorios/agendamentos", AGENDAMENTO | {"cron": cron})
+    assert resposta.status_code == 400
+    assert resposta.json() == {
+        "erro": "expressão cron longa demais: o máximo é 200 caracteres",
+        "campo": "cron",
+    }
+    assert not Agendamento.objects.exists()
+
+
+def test_agendamento_alem_do_limite_do_tenant_e_409(
+    cliente: Client, settings: Any
+) -> None:
+    settings.RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT = 1
+    primeiro = post(cliente, "/relatorios/agendamentos", AGENDAMENTO)
+    segundo = post(cliente, "/relatorios/agendamentos", AGENDAMENTO)
+    assert (primeiro.status_code, segundo.status_code) == (201, 409)
+    assert segundo.json() == {
+        "erro": "o limite de 1 agendamentos por empresa foi atingido: exclua um "
+        "antes de criar outro"
+    }
+    assert Agendamento.objects.count() == 1
 
 
 def test_corpo_que_nao_e_objeto_e_400(cliente: Client) -> None:

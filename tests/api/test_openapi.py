@@ -9,6 +9,8 @@ import yaml
 from django.core.management import call_command
 from django.test import Client, override_settings
 
+from relatorios.agendamentos import agenda
+from relatorios.notificacoes import webhooks
 from tests import helpers, processos
 
 ESQUEMA_COMMITADO = processos.RAIZ / "docs" / "openapi.yaml"
@@ -181,3 +183,37 @@ def test_o_esquema_do_codigo_de_loja_segue_a_normalizacao(
         and re.search(item["pattern"], codigo) is not None
     )
     assert cabe is valido
+
+
+# Issue 17: each text a tenant stores has its limit in the domain function, and
+# the contract says the same, so a client learns it before sending.
+@pytest.mark.parametrize(
+    ("componente", "caminho", "limite"),
+    [
+        ("NovoAgendamento", ("cron", "maxLength"), agenda.CRON_MAX),
+        ("NovoAgendamento", ("nome", "oneOf", 0, "maxLength"), agenda.NOME_MAX),
+        ("NovoAgendamento", ("destinatarios", "maxItems"), 20),
+        (
+            "NovoAgendamento",
+            ("destinatarios", "items", "maxLength"),
+            agenda.EMAIL_MAX,
+        ),
+        ("NovoWebhook", ("url", "maxLength"), webhooks.URL_MAX),
+        ("NovoWebhook", ("eventos", "maxItems"), len(webhooks.EVENTOS)),
+    ],
+)
+def test_os_limites_do_dominio_estao_no_esquema(
+    componente: str, caminho: tuple[str | int, ...], limite: int
+) -> None:
+    valor: Any = propriedade(componente, str(caminho[0]))
+    for chave in caminho[1:]:
+        valor = valor[chave]
+    assert valor == limite
+
+
+@pytest.mark.django_db
+def test_o_esquema_servido_segue_o_ajuste_de_destinatarios(settings: Any) -> None:
+    settings.RELATORIOS_MAX_DESTINATARIOS = 5
+    esquema = yaml.safe_load(Client().get("/api/schema/").content)
+    propriedades = esquema["components"]["schemas"]["NovoAgendamento"]["properties"]
+    assert propriedades["destinatarios"]["maxItems"] == 5

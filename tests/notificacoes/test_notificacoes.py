@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import standardwebhooks
 from django.core import mail
+from django.core.mail import EmailMessage
 from django.db import transaction
 from django.test import Client
 from django.utils import timezone
@@ -34,7 +35,7 @@ from relatorios.models import (
     Webhook,
 )
 from relatorios.notificacoes import destinos, entrega, saida, webhooks
-from relatorios.notificacoes.email import inscrever
+from relatorios.notificacoes.email import inscrever, mensagem_de_email
 from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers
 from tests.processos import Processo
@@ -596,6 +597,8 @@ def test_api_cria_lista_le_e_remove_webhook(
         ({"url": "http://127.0.0.1/"}, "eventos"),
         ({"url": "http://127.0.0.1/", "eventos": []}, "eventos"),
         ({"url": "http://127.0.0.1/", "eventos": ["job.sumiu"]}, "eventos"),
+        ({"url": "http://127.0.0.1/", "eventos": ["job.pronto"] * 5}, "eventos"),
+        ({"url": "http://127.0.0.1/" + "a" * 2000, "eventos": ["job.pronto"]}, "url"),
         ({"url": "http://127.0.0.1/", "eventos": ["job.pronto"], "x": 1}, "x"),
     ],
 )
@@ -607,6 +610,60 @@ def test_api_400_nomeia_o_campo(
     assert resposta.status_code == 400
     assert resposta.json()["campo"] == campo
     assert Webhook.objects.count() == 0
+
+
+def test_nome_com_quebra_de_linha_gravado_antes_da_regra_nao_quebra_o_email() -> None:
+    payload = {
+        "type": "alerta.aberto",
+        "data": {
+            "agendamento": {"id": 7, "nome": "Vendas\nBcc: todos@rede.com"},
+            "tipo": "vendas",
+            "planejado_para": "2026-03-01T06:00:00.000000Z",
+            "prazo_em": "2026-03-01T09:00:00.000000Z",
+            "motivo": "nenhum cluster disparou",
+            "fuso_horario": "America/Sao_Paulo",
+        },
+    }
+    assunto, corpo = mensagem_de_email(payload)
+    mensagem = EmailMessage(assunto, corpo, to=["contab@rede.com"]).message()
+    assert assunto.startswith("Alerta: o relatório agendado Vendas Bcc: todos@")
+    assert mensagem["Bcc"] is None
+
+
+@pytest.mark.django_db
+def test_api_webhook_alem_do_limite_do_tenant_e_409(
+    token: str, local: None, settings: Any
+) -> None:
+    settings.RELATORIOS_MAX_WEBHOOKS_POR_TENANT = 1
+    cliente = helpers.cliente_com_token(token)
+    corpo = {"url": "http://127.0.0.1:9/ganchos", "eventos": ["job.pronto"]}
+
+    primeiro = post(cliente, "/relatorios/webhooks", corpo)
+    segundo = post(cliente, "/relatorios/webhooks", corpo)
+
+    assert (primeiro.status_code, segundo.status_code) == (201, 409)
+    assert segundo.json() == {
+        "erro": "o limite de 1 webhooks por empresa foi atingido: remova um antes "
+        "de registrar outro"
+    }
+    assert Webhook.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_pagina_de_webhooks_alem_do_limite_e_409_com_o_motivo(
+    tenant: Tenant, local: None, settings: Any
+) -> None:
+    settings.RELATORIOS_MAX_WEBHOOKS_POR_TENANT = 1
+    cliente = Client()
+    cliente.force_login(helpers.criar_usuario(tenant)[0])
+    corpo = {"url": "http://127.0.0.1:9/ganchos", "eventos": ["job.pronto"]}
+
+    primeiro = cliente.post("/painel/webhooks/", corpo)
+    segundo = cliente.post("/painel/webhooks/", corpo)
+
+    assert (primeiro.status_code, segundo.status_code) == (200, 409)
+    assert "o limite de 1 webhooks por empresa" in segundo.content.decode()
+    assert Webhook.objects.count() == 1
 
 
 @pytest.mark.django_db

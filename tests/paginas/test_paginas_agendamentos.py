@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.test import Client
@@ -76,6 +78,9 @@ def test_gerente_cria_um_agendamento_do_seu_tenant(
         ("cron", "0 3 * *", "cinco campos"),
         ("prazo_minutos", "0", "positivo"),
         ("destinatarios", "não é email", "e-mail inválido"),
+        ("cron", "*/5 * * * *", "o intervalo mínimo é 15 minutos"),
+        ("cron", "0 3 * * " + ",".join(["1"] * 100), "200 caracteres"),
+        ("nome", "Fechamento\nmensal", "quebras de linha"),
     ],
 )
 def test_erro_aparece_no_seu_campo_e_nada_e_criado(
@@ -88,6 +93,25 @@ def test_erro_aparece_no_seu_campo_e_nada_e_criado(
     bloco = html.split(f'id="campo-{campo}"', 1)[1].split("</div>", 1)[0]
     assert mensagem in bloco
     assert not Agendamento.objects.exists()
+
+
+def test_agendamento_alem_do_limite_do_tenant_e_409_com_o_motivo(
+    cliente: Client, tenant: Tenant, settings: Any
+) -> None:
+    settings.RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT = 1
+    agendar(tenant)
+    resposta = cliente.post(f"{PAGINA}novo/", NOVO)
+    assert resposta.status_code == 409
+    assert "o limite de 1 agendamentos por empresa" in resposta.content.decode()
+    assert Agendamento.objects.count() == 1
+
+
+def test_o_campo_cron_diz_seu_tamanho_maximo(cliente: Client) -> None:
+    campo = re.search(
+        r'<input[^>]*name="cron"[^>]*>', cliente.get(PAGINA).content.decode()
+    )
+    assert campo is not None
+    assert 'maxlength="200"' in campo.group(0)
 
 
 def test_loja_de_outro_tenant_nao_e_aceita(

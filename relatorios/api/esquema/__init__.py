@@ -33,7 +33,11 @@ from relatorios.api.esquema.agendamentos import (
 # EsquemaDoToken registers itself with drf-spectacular when its module is
 # imported: re-exported so that importing the package is enough.
 from relatorios.api.esquema.comum import EsquemaDoToken
-from relatorios.api.esquema.ganchos import acrescentar_links, so_a_api
+from relatorios.api.esquema.ganchos import (
+    acrescentar_links,
+    limites_configurados,
+    so_a_api,
+)
 from relatorios.api.esquema.jobs import (
     STATUS_EM_ANDAMENTO,
     STATUS_FALHOU,
@@ -60,6 +64,7 @@ __all__ = [
     "criar_webhook",
     "excluir_agendamento",
     "excluir_webhook",
+    "limites_configurados",
     "listar_agendamentos",
     "listar_alertas",
     "listar_webhooks",

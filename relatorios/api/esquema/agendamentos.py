@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -11,13 +12,16 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers
 
+from relatorios.agendamentos.agenda import CRON_MAX, EMAIL_MAX, NOME_MAX
 from relatorios.api.esquema.comum import (
     COMUNS,
     E400,
     E404,
     E413,
+    SEM_CONTROLE,
     cabecalhos,
     codigo_de_loja,
+    limite_do_tenant,
     location,
 )
 from relatorios.models import Periodo, Recuperacao
@@ -25,11 +29,22 @@ from relatorios.models.agendamentos import EstadoOcorrencia
 
 
 class NovoAgendamentoSerializer(serializers.Serializer):
-    nome = serializers.CharField(required=False, max_length=200, allow_blank=True)
+    # The limits are agenda.criar's (its constants); maxItems of destinatarios
+    # is a setting, written in by the `limites_configurados` hook.
+    nome = serializers.CharField(
+        required=False,
+        max_length=NOME_MAX,
+        allow_blank=True,
+        validators=[RegexValidator(SEM_CONTROLE)],
+        help_text="Sem quebras de linha nem tabulações.",
+    )
     tipo = serializers.CharField(help_text="Um tipo de relatório registrado.")
     periodo = serializers.ChoiceField(choices=Periodo.choices)
     cron = serializers.CharField(
-        help_text="Cinco campos (min hora dia mês semana), no fuso do tenant."
+        max_length=CRON_MAX,
+        help_text="Cinco campos (min hora dia mês semana), no fuso do tenant. "
+        "Dois disparos não podem ficar a menos de "
+        "`RELATORIOS_INTERVALO_MINIMO_MIN` minutos (15) um do outro.",
     )
     prazo_minutos = serializers.IntegerField(
         min_value=1, max_value=62 * 24 * 60, help_text="Prazo do alerta de ausência."
@@ -42,7 +57,10 @@ class NovoAgendamentoSerializer(serializers.Serializer):
         child=codigo_de_loja(), required=False, allow_null=True
     )
     destinatarios = serializers.ListField(
-        child=serializers.EmailField(), required=False, allow_null=True
+        child=serializers.EmailField(max_length=EMAIL_MAX),
+        required=False,
+        allow_null=True,
+        help_text="Até `RELATORIOS_MAX_DESTINATARIOS` e-mails.",
     )
     recuperacao = serializers.ChoiceField(
         choices=Recuperacao.choices,
@@ -137,7 +155,17 @@ criar_agendamento = extend_schema(
             request_only=True,
         )
     ],
-    responses={201: _DETALHE, 400: E400, 413: E413, **COMUNS},
+    responses={
+        201: _DETALHE,
+        400: E400,
+        409: limite_do_tenant(
+            "RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT",
+            "o limite de 100 agendamentos por empresa foi atingido: exclua um "
+            "antes de criar outro",
+        ),
+        413: E413,
+        **COMUNS,
+    },
 )
 ver_agendamento = extend_schema(
     operation_id="ver_agendamento",

@@ -141,6 +141,17 @@ E404 = erro(
     "Não existe, ou é de outro tenant (nunca 403: ids são sequenciais).",
     ("não encontrado", {"erro": "não encontrado"}),
 )
+
+
+def limite_do_tenant(variavel: str, exemplo: str) -> OpenApiResponse:
+    """The 409 of a create when the tenant already has as many as `variavel`."""
+    return erro(
+        f"O tenant já tem o máximo permitido (`{variavel}`): exclua um antes "
+        "de criar outro. Esperar não resolve (não é um 429).",
+        ("limite do tenant", {"erro": exemplo}),
+    )
+
+
 E413 = erro(
     "Corpo acima de RELATORIOS_CORPO_MAX_BYTES (256 KiB), recusado pelo "
     "Content-Length antes de ser lido.",
@@ -174,3 +185,6 @@ def codigo_de_loja() -> serializers.CharField:
 
 
 _CODIGO_DE_LOJA = r"^[^\x00-\x1f\x7f]*[^\s\x00-\x1f\x7f][^\x00-\x1f\x7f]*$"
+# A text without control characters (a schedule's nome: agenda.criar); the
+# empty one is allow_blank's.
+SEM_CONTROLE = r"^[^\x00-\x1f\x7f]+$"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from django.conf import settings
+
 from relatorios import tipos
 
 _CAMINHO_DO_SUBMETER = "/relatorios/{tipo}"
@@ -90,4 +92,14 @@ def acrescentar_links(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
                     links = _DO_JOB
                 if links:
                     resposta["links"] = links
+    return result
+
+
+def limites_configurados(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """Postprocessing hook: the limits that are settings, as they are set when
+    the schema is generated (a declaration would read them at import)."""
+    componentes = result.get("components", {}).get("schemas", {})
+    novo = componentes.get("NovoAgendamento", {}).get("properties", {})
+    if "destinatarios" in novo:
+        novo["destinatarios"]["maxItems"] = settings.RELATORIOS_MAX_DESTINATARIOS
     return result

@@ -11,19 +11,23 @@ from relatorios.api.esquema.comum import (
     E404,
     E413,
     cabecalhos,
+    limite_do_tenant,
     location,
 )
 from relatorios.models import Evento
+from relatorios.notificacoes.webhooks import EVENTOS, URL_MAX
 
 
 class NovoWebhookSerializer(serializers.Serializer):
     url = serializers.URLField(
-        max_length=2000,
+        max_length=URL_MAX,
         help_text="`https://` para um endereço público (regra contra SSRF).",
     )
-    # At least one (notificacoes.validar_eventos refuses an empty list).
+    # One to one of each (notificacoes.validar_eventos).
     eventos = serializers.ListField(
-        child=serializers.ChoiceField(Evento.choices), min_length=1
+        child=serializers.ChoiceField(Evento.choices),
+        min_length=1,
+        max_length=len(EVENTOS),
     )
 
 
@@ -66,7 +70,17 @@ criar_webhook = extend_schema(
             request_only=True,
         )
     ],
-    responses={201: WebhookCriadoSerializer, 400: E400, 413: E413, **COMUNS},
+    responses={
+        201: WebhookCriadoSerializer,
+        400: E400,
+        409: limite_do_tenant(
+            "RELATORIOS_MAX_WEBHOOKS_POR_TENANT",
+            "o limite de 10 webhooks por empresa foi atingido: remova um antes "
+            "de registrar outro",
+        ),
+        413: E413,
+        **COMUNS,
+    },
 )
 ver_webhook = extend_schema(
     operation_id="ver_webhook",
