@@ -11,6 +11,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from csp.constants import NONE, SELF
 from django.core.exceptions import ImproperlyConfigured
 
 from config.arranque import CHAVE_DE_DESENVOLVIMENTO
@@ -98,8 +99,12 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # A signed-in user's pages: private, no-store (relatorios/operacao/cabecalhos.py).
+    "relatorios.operacao.cabecalhos.SemCacheComUsuario",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Content-Security-Policy on every page (CONTENT_SECURITY_POLICY below).
+    "csp.middleware.CSPMiddleware",
     # A deadlock victim that got past the domain's retries: a 409 page, not
     # a 500 (the API answers it in JSON itself: relatorios/api/erros.py).
     "relatorios.operacao.conflitos.ConflitoEntreTransacoes",
@@ -113,7 +118,9 @@ MIDDLEWARE_SO_DO_NAVEGADOR = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "relatorios.operacao.cabecalhos.SemCacheComUsuario",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
 MIDDLEWARE_DA_API = [m for m in MIDDLEWARE if m not in MIDDLEWARE_SO_DO_NAVEGADOR]
@@ -238,6 +245,32 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
 SESSION_COOKIE_SECURE = env_bool("DJANGO_SECURE_COOKIES", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+# Content-Security-Policy (django-csp) on every page, the admin's included:
+# scripts, styles, images and fonts from our own static files only, nothing
+# inline (the pages' script and styles are files; a page's data reaches its
+# script as JSON in a non-executable <script type="application/json">), no
+# plugins, no <base>, no framing, forms post only to us. An injected <script>
+# or style attribute is refused by the browser even if escaping ever failed.
+# The API docs pages relax it for themselves only (config/urls.py). The
+# JSON API is no page (application/json, nosniff): its answers carry none,
+# the same through the browser's middleware chain and the token calls' one.
+CONTENT_SECURITY_POLICY = {
+    "EXCLUDE_URL_PREFIXES": ["/relatorios/"],
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        # Django's admin draws some icons as data: SVG.
+        "img-src": [SELF, "data:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "frame-ancestors": [NONE],
+        "form-action": [SELF],
+    },
+}
 
 # --- Who the client is; what a browser may load (security round 2) ---------------
 

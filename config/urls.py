@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from csp.constants import SELF, UNSAFE_INLINE
+from csp.decorators import csp_update
 from django.contrib import admin
 from django.urls import include, path, register_converter
 from drf_spectacular.views import (
     SpectacularAPIView,
     SpectacularRedocView,
-    SpectacularSwaggerView,
+    SpectacularSwaggerSplitView,
 )
 
 from relatorios.operacao import metricas, saude
@@ -34,8 +36,25 @@ urlpatterns = [
     # The API's OpenAPI 3 document and its pages (assets from the sidecar's
     # static files, no CDN); docs/openapi.yaml is the committed copy.
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
-    path("api/redoc/", SpectacularRedocView.as_view(url_name="schema"), name="redoc"),
+    # The split view serves Swagger UI's start-up script as a file of its own
+    # (?script): nothing inline, as the Content-Security-Policy requires.
+    path(
+        "api/docs/",
+        SpectacularSwaggerSplitView.as_view(url_name="schema"),
+        name="docs",
+    ),
+    # Redoc styles itself with styled-components, which writes <style>
+    # elements at run time, and searches in a worker it starts from a blob:
+    # this page alone may apply inline styles and start such a worker. Its
+    # scripts stay 'self' only, and it shows no tenant's data. (Its footer's
+    # logo from cdn.redoc.ly is refused, as every CDN is: docs/seguranca.md.)
+    path(
+        "api/redoc/",
+        csp_update({"style-src": [UNSAFE_INLINE], "worker-src": [SELF, "blob:"]})(
+            SpectacularRedocView.as_view(url_name="schema")
+        ),
+        name="redoc",
+    ),
     # For Prometheus: configured networks or a bearer token (relatorios/metricas.py).
     path("metrics", metricas.exportar, name="metricas"),
     path("", include("relatorios.api.urls")),

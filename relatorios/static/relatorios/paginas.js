@@ -5,6 +5,7 @@
 // the status changes, swap in the server-rendered state (table, CSV link,
 // error, button), and stop once the job is finished.
 // Request forms: disable the button once submitted (no double requests).
+// Forms with data-confirmar: ask first (schedules' "Excluir").
 (function () {
   "use strict";
 
@@ -96,7 +97,19 @@
     });
   }
 
+  // Forms that ask before they post (data-confirmar): the question lives in
+  // the markup, the handler here, so the pages need no inline script.
+  function confirmarFormularios() {
+    var formularios = document.querySelectorAll("form[data-confirmar]");
+    Array.prototype.forEach.call(formularios, function (form) {
+      form.addEventListener("submit", function (evento) {
+        if (!window.confirm(form.dataset.confirmar)) evento.preventDefault();
+      });
+    });
+  }
+
   var raiz = document.getElementById("job");
   if (raiz) acompanhar(raiz);
   protegerFormularios();
+  confirmarFormularios();
 })();
