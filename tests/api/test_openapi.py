@@ -217,3 +217,22 @@ def test_o_esquema_servido_segue_o_ajuste_de_destinatarios(settings: Any) -> Non
     esquema = yaml.safe_load(Client().get("/api/schema/").content)
     propriedades = esquema["components"]["schemas"]["NovoAgendamento"]["properties"]
     assert propriedades["destinatarios"]["maxItems"] == 5
+
+
+def test_toda_resposta_2xx_diz_a_forma_do_corpo() -> None:
+    # A 2xx without a body schema leaves generated clients with None (the
+    # status answer once did) and gives schemathesis nothing to check.
+    esquema = yaml.safe_load(ESQUEMA_COMMITADO.read_text())
+
+    def sem_forma(resposta: dict[str, Any]) -> bool:
+        conteudos = resposta.get("content", {}).values()
+        return not conteudos or any("schema" not in c for c in conteudos)
+
+    faltam = [
+        (operacao["operationId"], codigo)
+        for operacoes in esquema["paths"].values()
+        for operacao in operacoes.values()
+        for codigo, resposta in operacao["responses"].items()
+        if codigo.startswith("2") and codigo != "204" and sem_forma(resposta)
+    ]
+    assert faltam == []

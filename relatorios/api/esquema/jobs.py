@@ -9,6 +9,7 @@ import re
 from typing import Any
 
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.serializers import PolymorphicProxySerializerExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -193,6 +194,15 @@ class _EstadoDoJob(PolymorphicProxySerializer):
     @serializers.setter
     def serializers(self, valor: Any) -> None:
         pass
+
+
+class _ExtensaoDoEstadoDoJob(PolymorphicProxySerializerExtension):
+    """drf-spectacular maps a PolymorphicProxySerializer through an extension
+    that matches its exact class only (`match_subclasses` is off): without
+    this one, _EstadoDoJob was read as a serializer with no fields, and the
+    status answer went into the contract with no body at all."""
+
+    target_class = _EstadoDoJob
 
 
 def _estado_do_job() -> PolymorphicProxySerializer:
