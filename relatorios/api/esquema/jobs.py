@@ -202,7 +202,7 @@ class _ExtensaoDoEstadoDoJob(PolymorphicProxySerializerExtension):
     this one, _EstadoDoJob was read as a serializer with no fields, and the
     status answer went into the contract with no body at all."""
 
-    target_class = _EstadoDoJob
+    target_class = "relatorios.api.esquema.jobs._EstadoDoJob"
 
 
 def _estado_do_job() -> PolymorphicProxySerializer:
