@@ -33,7 +33,7 @@ from bench.ambiente import RAIZ, SAIDA, Banco, fechar_monitor, parar_todos
 from bench.contexto import Contexto, nota
 
 # Also the order they run in, whatever the order of --only.
-CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6")
+CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +127,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         b4_historico,
         b5_relatorios,
         b6_dados,
+        b7_planilhas,
     )
 
     modulos = {
@@ -136,6 +137,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         "B4": b4_historico,
         "B5": b5_relatorios,
         "B6": b6_dados,
+        "B7": b7_planilhas,
     }
     executar: Callable[[Contexto], None] = modulos[nome].executar
     return executar

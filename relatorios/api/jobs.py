@@ -26,10 +26,10 @@ from relatorios.api.serializers import (
     JobProntoSerializer,
 )
 from relatorios.jobs import consultas, pedidos
-from relatorios.models import Status
+from relatorios.models import RelatorioJob, Status
 from relatorios.models.jobs import ATIVOS
 from relatorios.notificacoes.email import email_para_notificar, inscrever
-from relatorios.tipos import planilha
+from relatorios.tipos import excel, planilha
 
 # Seed 000: a client polling a pending job should come back in two seconds.
 
@@ -136,14 +136,13 @@ class SemNegociacao(BaseContentNegotiation):
         return next(iter(parsers), None)
 
 
-class ResultadoCsv(APIView):
-    """GET /relatorios/jobs/<id>/resultado.csv: a `pronto` job's lines, streamed."""
+class _ArquivoDoResultado(APIView):
+    """A `pronto` job's result as a file: tenant-scoped, 409 until `pronto`."""
 
     authentication_classes = TOKEN_OU_SESSAO
     content_negotiation_class = SemNegociacao
 
-    @esquema.resultado_csv
-    def get(self, request: Request, job_id: int) -> HttpResponseBase:
+    def arquivo(self, request: Request, job_id: int) -> RelatorioJob:
         job = consultas.job_do_tenant(
             tenant_id=tenant_do_pedido(request),
             job_id=job_id,
@@ -153,4 +152,20 @@ class ResultadoCsv(APIView):
             raise ResultadoIndisponivel(
                 f"o relatório não está pronto (status: {job.status})"
             )
-        return planilha.resposta_csv(job)
+        return job
+
+
+class ResultadoCsv(_ArquivoDoResultado):
+    """GET /relatorios/jobs/<id>/resultado.csv: a `pronto` job's lines, streamed."""
+
+    @esquema.resultado_csv
+    def get(self, request: Request, job_id: int) -> HttpResponseBase:
+        return planilha.resposta_csv(self.arquivo(request, job_id))
+
+
+class ResultadoXlsx(_ArquivoDoResultado):
+    """GET /relatorios/jobs/<id>/resultado.xlsx: the workbook (tipos.excel)."""
+
+    @esquema.resultado_xlsx
+    def get(self, request: Request, job_id: int) -> HttpResponseBase:
+        return excel.resposta_xlsx(self.arquivo(request, job_id))

@@ -16,6 +16,11 @@ urlpatterns = [
         jobs.ResultadoCsv.as_view(),
         name="resultado_csv",
     ),
+    path(
+        "relatorios/jobs/<job:job_id>/resultado.xlsx",
+        jobs.ResultadoXlsx.as_view(),
+        name="resultado_xlsx",
+    ),
     # Before the `<tipo>` catch-all: these names are not report types.
     path("relatorios/agendamentos", agendamentos.Agendamentos.as_view()),
     path("relatorios/agendamentos/", agendamentos.Agendamentos.as_view()),

@@ -279,3 +279,17 @@ def linhas_do_resultado(
         while linhas := cursor.fetchmany(lote):
             for (linha,) in linhas:
                 yield json_do_banco(linha)
+
+
+def totais_do_resultado(job: RelatorioJob) -> dict[str, Any]:
+    """The result's `totais` alone, read in the database: the workbook's
+    totals row needs them, and the whole result may be large."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT resultado -> 'totais' FROM relatorio_jobs"
+            " WHERE id = %s AND tenant_id = %s",
+            [job.pk, job.tenant_id],
+        )
+        linha = cursor.fetchone()
+    totais = json_do_banco(linha[0]) if linha else None
+    return totais if isinstance(totais, dict) else {}

@@ -261,6 +261,7 @@ def _tabela(job: RelatorioJob) -> dict[str, Any]:
         "n_linhas": resumo.n_linhas,
         "linhas_cortadas": resumo.n_linhas > len(linhas),
         "url_csv": reverse("resultado_csv", args=[job.pk]),
+        "url_xlsx": reverse("resultado_xlsx", args=[job.pk]),
     }
 
 

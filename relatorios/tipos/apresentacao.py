@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 from django.utils import formats
 
-Formato = Literal["texto", "periodo", "inteiro", "decimal"]
+# "dinheiro" is a decimal in reais: the page and the CSV show it as any
+# decimal; the .xlsx gives it a money format.
+Formato = Literal["texto", "periodo", "inteiro", "decimal", "dinheiro"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +30,7 @@ class Coluna:
 
     @property
     def numerica(self) -> bool:
-        return self.formato in ("inteiro", "decimal")
+        return self.formato in ("inteiro", "decimal", "dinheiro")
 
 
 _PERIODO = Coluna("periodo", "Período", "periodo")
@@ -42,15 +44,15 @@ COLUNAS: dict[str, tuple[Coluna, ...]] = {
         _LOJA_NOME,
         Coluna("vendas", "Vendas", "inteiro"),
         Coluna("quantidade", "Quantidade", "inteiro"),
-        Coluna("receita", "Receita (R$)", "decimal"),
+        Coluna("receita", "Receita (R$)", "dinheiro"),
     ),
     "comissoes": (
         _PERIODO,
         Coluna("vendedor_id", "Código do vendedor", "inteiro"),
         Coluna("vendedor", "Vendedor"),
         Coluna("taxa", "Taxa", "decimal"),
-        Coluna("receita", "Receita (R$)", "decimal"),
-        Coluna("comissao", "Comissão (R$)", "decimal"),
+        Coluna("receita", "Receita (R$)", "dinheiro"),
+        Coluna("comissao", "Comissão (R$)", "dinheiro"),
     ),
     "estoque": (
         _LOJA,

@@ -62,6 +62,7 @@ def test_o_esquema_descreve_toda_url_da_api() -> None:
         "/relatorios/estoque",
         "/relatorios/jobs/{job_id}",
         "/relatorios/jobs/{job_id}/resultado.csv",
+        "/relatorios/jobs/{job_id}/resultado.xlsx",
         "/relatorios/vendas",
         "/relatorios/webhooks",
         "/relatorios/webhooks/{webhook_id}",

@@ -302,7 +302,7 @@ def test_tabela_grande_mostra_o_comeco_e_remete_ao_csv(
     html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()
     assert "Loja Centro" in html
     assert "Loja Sul" not in html
-    assert "a tabela mostra as primeiras 1, o CSV tem todas" in html
+    assert "a tabela mostra as primeiras 1, os arquivos têm todas" in html
 
 
 def test_job_falhou_mostra_o_erro_sem_traceback_e_tenta_de_novo(
@@ -359,6 +359,7 @@ def test_resultado_sem_linhas_aparece_como_esta(
     html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()
     assert "partes" in html
     assert "Baixar CSV" not in html
+    assert "Baixar Excel" not in html
 
 
 @pytest.mark.parametrize("sufixo", ["", "estado/"])

@@ -44,6 +44,7 @@ from relatorios.api.esquema.jobs import (
     STATUS_PRONTO,
     EsquemaDoSubmeter,
     resultado_csv,
+    resultado_xlsx,
     status_do_job,
 )
 from relatorios.api.esquema.webhooks import (
@@ -70,6 +71,7 @@ __all__ = [
     "listar_webhooks",
     "pausar_agendamento",
     "resultado_csv",
+    "resultado_xlsx",
     "retomar_agendamento",
     "so_a_api",
     "status_do_job",

@@ -50,6 +50,9 @@ def _link(operacao: str, parametro: str, descricao: str) -> dict[str, Any]:
 _DO_JOB = {
     "estado": _link("estado_do_job", "job_id", "O estado do job (`Location`)."),
     "csv": _link("resultado_csv", "job_id", "O resultado em CSV, quando pronto."),
+    "xlsx": _link(
+        "resultado_xlsx", "job_id", "O resultado em Excel (.xlsx), quando pronto."
+    ),
 }
 _DO_AGENDAMENTO = {
     nome: _link(f"{nome}_agendamento", "agendamento_id", f"{nome.capitalize()}.")
@@ -60,7 +63,7 @@ _DO_WEBHOOK = {
     for nome in ("ver", "excluir")
 }
 LINKS: dict[tuple[str, str], dict[str, Any]] = {
-    ("estado_do_job", "200"): {"csv": _DO_JOB["csv"]},
+    ("estado_do_job", "200"): {"csv": _DO_JOB["csv"], "xlsx": _DO_JOB["xlsx"]},
     ("criar_agendamento", "201"): _DO_AGENDAMENTO,
     ("ver_agendamento", "200"): _DO_AGENDAMENTO,
     ("criar_webhook", "201"): _DO_WEBHOOK,

@@ -34,6 +34,7 @@ from relatorios.api.esquema.comum import (
 )
 from relatorios.api.esquema.resultados import RESULTADOS
 from relatorios.models import Status
+from relatorios.tipos import excel
 
 # The job shapes' `status` choices (named in ENUM_NAME_OVERRIDES).
 STATUS_EM_ANDAMENTO = [Status.PENDENTE.value, Status.EXECUTANDO.value]
@@ -355,6 +356,29 @@ resultado_csv = extend_schema(
     responses={
         (200, "text/csv"): OpenApiResponse(
             OpenApiTypes.STR, description="O arquivo (`Content-Disposition`)."
+        ),
+        404: E404,
+        409: erro(
+            "O job ainda não está pronto (ou falhou).",
+            ("pendente", {"erro": "o relatório não está pronto (status: pendente)"}),
+        ),
+        **COMUNS,
+    },
+)
+
+resultado_xlsx = extend_schema(
+    operation_id="resultado_xlsx",
+    tags=["relatórios"],
+    summary="O resultado de um job pronto, em Excel (.xlsx)",
+    description=(
+        "Uma planilha com números como números, datas como datas, dinheiro com "
+        "formato de moeda, cabeçalho congelado e uma linha de totais com "
+        "fórmulas `SUM`. Os erros são JSON como em toda a API."
+    ),
+    parameters=cabecalhos(),
+    responses={
+        (200, excel.TIPO_DE_CONTEUDO): OpenApiResponse(
+            OpenApiTypes.BINARY, description="O arquivo (`Content-Disposition`)."
         ),
         404: E404,
         409: erro(
