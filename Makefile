@@ -58,3 +58,24 @@ format: install
 
 clean:
 	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache bench-output
+
+# The chart library the job page draws with, vendored into the static files
+# (no CDN): `make vendor-chartjs CHARTJS=4.6.1` fetches that release from the
+# npm registry and replaces relatorios/static/relatorios/vendor/chartjs/
+# (the minified UMD build without its source map line, its licence, and
+# VERSION with the file's sha256,
+# which tests/paginas/test_grafico.py checks). Commit the result.
+CHARTJS ?= 4.6.1
+VENDOR_CHARTJS := relatorios/static/relatorios/vendor/chartjs
+.PHONY: vendor-chartjs
+vendor-chartjs:
+	rm -rf .vendor-tmp && mkdir .vendor-tmp
+	cd .vendor-tmp && npm pack --silent chart.js@$(CHARTJS) && tar xzf chart.js-$(CHARTJS).tgz
+	mkdir -p $(VENDOR_CHARTJS)
+	cp .vendor-tmp/package/LICENSE.md $(VENDOR_CHARTJS)/
+	# Without its source map: collectstatic's manifest would require the map.
+	grep -v '^//# sourceMappingURL=' .vendor-tmp/package/dist/chart.umd.min.js \
+		> $(VENDOR_CHARTJS)/chart.umd.min.js
+	printf 'chart.js %s\nsha256 %s\n' "$(CHARTJS)" \
+		"$$(sha256sum $(VENDOR_CHARTJS)/chart.umd.min.js | cut -d' ' -f1)" > $(VENDOR_CHARTJS)/VERSION
+	rm -rf .vendor-tmp

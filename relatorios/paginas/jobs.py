@@ -26,7 +26,7 @@ from relatorios.models.jobs import ATIVOS, linhas_do_resultado
 from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
 from relatorios.paginas.forms import PedidoForm
-from relatorios.tipos import apresentacao, normalizacao
+from relatorios.tipos import apresentacao, grafico, normalizacao
 
 # Lines of a result shown on the page; the CSV has them all.
 LINHAS_NA_PAGINA = 500
@@ -262,6 +262,7 @@ def _tabela(job: RelatorioJob) -> dict[str, Any]:
         "linhas_cortadas": resumo.n_linhas > len(linhas),
         "url_csv": reverse("resultado_csv", args=[job.pk]),
         "url_xlsx": reverse("resultado_xlsx", args=[job.pk]),
+        "grafico": grafico.dados(job),
     }
 
 

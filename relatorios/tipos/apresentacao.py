@@ -1,8 +1,10 @@
 """How a result's lines are shown to people: columns, titles, number formats.
 
-Shared by the job page (a pt-BR table) and the CSV download (a pt-BR
-spreadsheet), so both show the same columns in the same order. A type not
-listed here still works: its columns are the keys of its first line, as text.
+Shared by the job page (a pt-BR table), the CSV download (a pt-BR
+spreadsheet) and the .xlsx, so all show the same columns in the same order;
+and, per type, the chart the job page draws above its table. A type not
+listed here still works: its columns are the keys of its first line, as
+text, and it has no chart.
 """
 
 from __future__ import annotations
@@ -63,6 +65,57 @@ COLUNAS: dict[str, tuple[Coluna, ...]] = {
         Coluna("entradas", "Entradas", "inteiro"),
         Coluna("saidas", "Saídas", "inteiro"),
         Coluna("saldo_final", "Saldo final", "inteiro"),
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Grafico:
+    """How a type's result is drawn above its table on the job page.
+
+    The lines are summed by `eixo` (and by `serie`, one line or bar set per
+    value of it), in SQL (`tipos.grafico`); `valor` is a numeric column.
+    `ordem` "eixo" keeps the axis in its natural order (periods in time),
+    "menores"/"maiores" sorts by the value and keeps `limite` of them.
+    `rotulo` names the axis's points when `eixo` is a code.
+    """
+
+    forma: Literal["linha", "barra"]
+    titulo: str
+    eixo: str
+    valor: str
+    serie: str | None = None
+    rotulo: str | None = None
+    ordem: Literal["eixo", "menores", "maiores"] = "eixo"
+    limite: int | None = None
+
+
+# A type without an entry gets no chart, only its table.
+GRAFICOS: dict[str, Grafico] = {
+    "vendas": Grafico(
+        "linha",
+        "Receita por período, por loja",
+        eixo="periodo",
+        valor="receita",
+        serie="loja",
+    ),
+    "comissoes": Grafico(
+        "barra",
+        "Comissão por vendedor",
+        eixo="vendedor_id",
+        rotulo="vendedor",
+        valor="comissao",
+        ordem="maiores",
+        limite=20,
+    ),
+    "estoque": Grafico(
+        "barra",
+        "Produtos com menor saldo final",
+        eixo="sku",
+        rotulo="produto",
+        valor="saldo_final",
+        ordem="menores",
+        limite=15,
     ),
 }
 

@@ -6,6 +6,7 @@
 // error, button), and stop once the job is finished.
 // Request forms: disable the button once submitted (no double requests).
 // Forms with data-confirmar: ask first (schedules' "Excluir").
+// A finished job's chart: drawn from the page's JSON with Chart.js.
 (function () {
   "use strict";
 
@@ -36,6 +37,7 @@
         return resposta.text();
       }).then(function (html) {
         raiz.innerHTML = html;
+        desenharGrafico(raiz);
       });
     }
 
@@ -108,8 +110,54 @@
     });
   }
 
+  // The result's chart: its data is JSON in the page (<script
+  // type="application/json">, not run), its drawing Chart.js from our own
+  // static files. Bars lie down: their labels are names.
+  var CORES = ["#0b63ce", "#d9480f", "#2b8a3e", "#862e9c", "#e67700",
+               "#0b7285", "#c2255c", "#5c940d", "#868e96"];
+
+  function desenharGrafico(raiz) {
+    var dados = raiz.querySelector("#dados-do-grafico");
+    var tela = raiz.querySelector("canvas[data-grafico]");
+    if (!dados || !tela || typeof window.Chart === "undefined") return;
+    var g = JSON.parse(dados.textContent);
+    var deitado = g.forma === "bar";
+    var numero = new Intl.NumberFormat("pt-BR", g.moeda
+      ? { style: "currency", currency: "BRL" } : { maximumFractionDigits: 2 });
+    var escalaDoValor = { ticks: { callback: function (v) { return numero.format(v); } } };
+    new window.Chart(tela, {
+      type: g.forma,
+      data: {
+        labels: g.rotulos,
+        datasets: g.series.map(function (s, i) {
+          var cor = CORES[i % CORES.length];
+          return { label: s.nome, data: s.valores, borderColor: cor,
+                   backgroundColor: cor, spanGaps: true, tension: 0.2 };
+        }),
+      },
+      options: {
+        indexAxis: deitado ? "y" : "x",
+        responsive: true,
+        maintainAspectRatio: false,
+        animation: false,
+        plugins: {
+          legend: { display: g.series.length > 1 },
+          tooltip: { callbacks: { label: function (c) {
+            var valor = deitado ? c.parsed.x : c.parsed.y;
+            return c.dataset.label + ": " + numero.format(valor);
+          } } },
+        },
+        scales: deitado ? { x: escalaDoValor } : { y: escalaDoValor },
+      },
+    });
+    tela.closest("figure").classList.add("desenhado");
+  }
+
   var raiz = document.getElementById("job");
-  if (raiz) acompanhar(raiz);
+  if (raiz) {
+    desenharGrafico(raiz);
+    acompanhar(raiz);
+  }
   protegerFormularios();
   confirmarFormularios();
 })();

@@ -1,0 +1,131 @@
+"""The data of a result's chart, summed in SQL from the stored lines.
+
+The job page draws it with Chart.js (`relatorios/static/relatorios/`); what
+each type draws is declared beside its columns (`apresentacao.GRAFICOS`).
+The result's lines are already the report's aggregation; the chart sums
+them once more by its axis (and series) in the database, over
+`jsonb_array_elements`, so a 100,000-line result never comes to Python for
+a picture of a few dozen points.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.db import connection
+
+from relatorios.models import RelatorioJob
+from relatorios.tipos import apresentacao
+from relatorios.tipos.apresentacao import Coluna, Grafico
+
+# More lines than this on one chart is a tangle: the largest series are
+# drawn, the rest summed into one.
+MAX_SERIES = 8
+OUTRAS = "Outras"
+
+_LINHAS = """
+    SELECT l ->> %(eixo)s AS x,
+           max(l ->> %(rotulo)s) AS rotulo,
+           coalesce(l ->> %(serie)s, '') AS s,
+           sum((l ->> %(valor)s)::numeric) AS v
+      FROM relatorio_jobs j,
+           jsonb_array_elements(
+               CASE WHEN jsonb_typeof(j.resultado -> 'linhas') = 'array'
+                    THEN j.resultado -> 'linhas' ELSE '[]'::jsonb END) AS l
+     WHERE j.id = %(id)s AND j.tenant_id = %(tenant)s
+       AND jsonb_typeof(l -> %(valor)s) IN ('number', 'string')
+       AND (l ->> %(valor)s) ~ '^-?[0-9]+(\\.[0-9]+)?$'
+     GROUP BY 1, 3
+"""
+
+# One series per value of `serie`: the MAX_SERIES largest by their total,
+# the others summed as OUTRAS (ranked after them).
+_POR_SERIE = f"""
+    WITH por AS ({_LINHAS}),
+         ordem AS (SELECT s, row_number() OVER (ORDER BY sum(v) DESC, s) AS n
+                     FROM por GROUP BY s)
+    SELECT p.x, max(p.rotulo),
+           CASE WHEN o.n <= %(max_series)s THEN p.s ELSE %(outras)s END,
+           least(o.n, %(max_series)s + 1),
+           sum(p.v)
+      FROM por p JOIN ordem o USING (s)
+     GROUP BY 1, 3, 4
+     ORDER BY 1, 4
+"""
+
+_ORDENS = {"eixo": "x", "menores": "v, x", "maiores": "v DESC, x"}
+
+
+def dados(job: RelatorioJob) -> dict[str, Any] | None:
+    """What the page's script draws, or None (a type without a chart, a
+    result without lines): the chart's kind and title, the axis' labels and,
+    per series, one value per label (None where a series has no point)."""
+    grafico = apresentacao.GRAFICOS.get(job.tipo)
+    if grafico is None:
+        return None
+    parametros: dict[str, Any] = {
+        "id": job.pk,
+        "tenant": job.tenant_id,
+        "eixo": grafico.eixo,
+        "rotulo": grafico.rotulo or grafico.eixo,
+        "serie": grafico.serie or "",
+        "valor": grafico.valor,
+        "max_series": MAX_SERIES,
+        "outras": OUTRAS,
+    }
+    with connection.cursor() as cursor:
+        if grafico.serie is not None:
+            cursor.execute(_POR_SERIE, parametros)
+            pontos = cursor.fetchall()
+        else:
+            ordem = _ORDENS[grafico.ordem]
+            limite = "" if grafico.limite is None else f"LIMIT {int(grafico.limite)}"
+            cursor.execute(
+                f"SELECT x, rotulo, s, 1, v FROM ({_LINHAS}) AS t "
+                f"ORDER BY {ordem} {limite}",
+                parametros,
+            )
+            pontos = cursor.fetchall()
+    if not pontos:
+        return None
+    return _montar(grafico, pontos)
+
+
+def _montar(grafico: Grafico, pontos: list[tuple[Any, ...]]) -> dict[str, Any]:
+    eixos: list[str] = []
+    rotulos: dict[str, str] = {}
+    series: dict[tuple[int, str], dict[str, float]] = {}
+    for x, rotulo, serie, n, valor in pontos:
+        if x not in rotulos:
+            eixos.append(x)
+            rotulos[x] = rotulo or x
+        series.setdefault((n, serie), {})[x] = float(Decimal(valor))
+    coluna_do_eixo = _coluna(grafico.eixo)
+    coluna_do_valor = _coluna(grafico.valor)
+    return {
+        "forma": "line" if grafico.forma == "linha" else "bar",
+        "titulo": grafico.titulo,
+        "rotulos": [
+            apresentacao.na_pagina(coluna_do_eixo, rotulos[x])
+            if grafico.rotulo is None
+            else rotulos[x]
+            for x in eixos
+        ],
+        "series": [
+            {
+                "nome": nome or coluna_do_valor.titulo,
+                "valores": [valores.get(x) for x in eixos],
+            }
+            for (_, nome), valores in sorted(series.items())
+        ],
+        "moeda": coluna_do_valor.formato == "dinheiro",
+    }
+
+
+def _coluna(campo: str) -> Coluna:
+    for colunas in apresentacao.COLUNAS.values():
+        for coluna in colunas:
+            if coluna.campo == campo:
+                return coluna
+    return Coluna(campo, campo)
