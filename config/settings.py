@@ -512,6 +512,16 @@ RELATORIOS_ENTREGA_BACKOFF_S = env_float("RELATORIOS_ENTREGA_BACKOFF_S", 30.0)
 RELATORIOS_ENTREGA_BACKOFF_MAX_S = env_float("RELATORIOS_ENTREGA_BACKOFF_MAX_S", 3600.0)
 # Support's addresses, copied on every absence alert (comma-separated).
 RELATORIOS_EMAILS_SUPORTE = env_list("RELATORIOS_EMAILS_SUPORTE", [])
+# A scheduled report's email carries its .xlsx up to this size; past it, the
+# signed link alone (docs/agendamentos.md, "Delivery").
+RELATORIOS_ENTREGA_ANEXO_MAX_BYTES = env_int(
+    "RELATORIOS_ENTREGA_ANEXO_MAX_BYTES", 5 * 1024 * 1024
+)
+# How long a signed download link in a delivery works (notificacoes/links.py).
+RELATORIOS_LINK_VALIDADE_DIAS = env_int("RELATORIOS_LINK_VALIDADE_DIAS", 7)
+# Past this many alerts opened for one tenant in one check pass, each
+# recipient gets one email listing them instead of one email each.
+RELATORIOS_ALERTAS_RESUMO_APOS = env_int("RELATORIOS_ALERTAS_RESUMO_APOS", 3)
 
 # Django's email: the console by default; SMTP when EMAIL_BACKEND says so.
 EMAIL_BACKEND = env_str(

@@ -34,6 +34,7 @@ class RelatoriosConfig(AppConfig):
         checks.register(verificar_timeouts)
         checks.register(verificar_chave_secreta)
         checks.register(verificar_email, checks.Tags.security, deploy=True)
+        checks.register(verificar_url_base, deploy=True)
 
 
 def verificar_timeouts(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -82,6 +83,22 @@ def verificar_email(**kwargs: Any) -> list[checks.CheckMessage]:
             hint="set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend "
             "and EMAIL_HOST (docs/operacao.md, deploy checklist)",
             id="relatorios.W001",
+        )
+    ]
+
+
+def verificar_url_base(**kwargs: Any) -> list[checks.CheckMessage]:
+    """Emails carry links (the job's page, a scheduled report's signed
+    download): without RELATORIOS_URL_BASE they are bare paths no recipient
+    can open."""
+    if settings.DEBUG or settings.RELATORIOS_URL_BASE:
+        return []
+    return [
+        checks.Warning(
+            "RELATORIOS_URL_BASE is empty: notification emails and webhooks would "
+            "carry paths (/baixar/...), not links their recipients can open",
+            hint="set RELATORIOS_URL_BASE=https://<the public address of the web>",
+            id="relatorios.W002",
         )
     ]
 

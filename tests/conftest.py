@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
+from email import message_from_bytes, policy
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,44 @@ def servidor(transactional_db: None, pasta_saida: Path) -> Iterator[str]:
     processo, url = processos.iniciar_web(pasta_saida / "web.log")
     yield url
     processo.parar()
+
+
+class CaixaSmtp:
+    """A real SMTP server (aiosmtpd) on 127.0.0.1: what the clusters' Django
+    SMTP backend sends, one entry per SMTP transaction, parsed."""
+
+    def __init__(self) -> None:
+        from aiosmtpd.controller import Controller
+
+        self.recebidas: list[tuple[list[str], Any]] = []
+        caixa = self
+
+        class Tratador:
+            async def handle_DATA(
+                self, server: Any, session: Any, envelope: Any
+            ) -> str:
+                mensagem = message_from_bytes(envelope.content, policy=policy.default)
+                caixa.recebidas.append((list(envelope.rcpt_tos), mensagem))
+                return "250 OK"
+
+        self.porta = processos.porta_livre()
+        self.controlador = Controller(Tratador(), hostname="127.0.0.1", port=self.porta)
+        self.controlador.start()
+
+    def ambiente(self) -> dict[str, object]:
+        """The settings that point Django's SMTP backend here."""
+        return {
+            "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+            "EMAIL_HOST": "127.0.0.1",
+            "EMAIL_PORT": self.porta,
+        }
+
+    def para(self, email: str) -> list[Any]:
+        return [m for destinos, m in self.recebidas if email in destinos]
+
+
+@pytest.fixture
+def smtp() -> Iterator[CaixaSmtp]:
+    caixa = CaixaSmtp()
+    yield caixa
+    caixa.controlador.stop()

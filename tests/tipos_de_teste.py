@@ -173,11 +173,14 @@ class Fechamento(TipoRelatorio):
         if sem_nome:
             raise ValueError(f"loja sem nome: {', '.join(sem_nome)}")
         cursor.execute(
-            "SELECT count(*) FROM erp_lojas WHERE tenant_id = %s", [ctx.tenant_id]
+            "SELECT codigo, nome FROM erp_lojas WHERE tenant_id = %s ORDER BY codigo",
+            [ctx.tenant_id],
         )
-        return {"lojas": cursor.fetchone()[0]}
+        return {"linhas": [{"loja": c, "nome": n} for c, n in cursor.fetchall()]}
 
     def combinar(
         self, params: Mapping[str, Any], parciais: Sequence[Parcial]
     ) -> dict[str, Any]:
-        return {"lojas": sum(p["lojas"] for p in parciais)}
+        # A table, as accounting's file has: one line per store.
+        linhas = [linha for p in parciais for linha in p["linhas"]]
+        return {"linhas": linhas, "totais": {"lojas": len(linhas)}}

@@ -47,6 +47,7 @@ from relatorios.models import (
     Agendamento,
     Alerta,
     EstadoOcorrencia,
+    FormaDeEntrega,
     LimiteDoTenant,
     Ocorrencia,
     Periodo,
@@ -118,6 +119,12 @@ class AgendamentoAdminForm(forms.ModelForm):
         help_text="E-mails separados por vírgula.",
         widget=forms.TextInput(attrs={"size": 60}),
     )
+    entrega = forms.ChoiceField(
+        label="Entrega",
+        choices=FormaDeEntrega.choices,
+        initial=FormaDeEntrega.ANEXO,
+        required=False,
+    )
     recuperacao = forms.ChoiceField(
         label="Recuperação",
         choices=Recuperacao.choices,
@@ -146,6 +153,7 @@ class AgendamentoAdminForm(forms.ModelForm):
                 agrupar=dados["agrupar"],
                 lojas=separar_por_virgula(dados["lojas"]),
                 destinatarios=separar_por_virgula(dados["destinatarios"]),
+                entrega=dados["entrega"] or None,
                 recuperacao=dados["recuperacao"],
                 usuario_id=self.usuario_id,
             )
@@ -220,7 +228,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
         ("tipo", "periodo", "agrupar"),
         ("cron", "prazo_curto", "recuperacao"),
         "lojas",
-        "destinatarios",
+        ("destinatarios", "entrega"),
         ("proximos_disparos", "criado_por"),
         ("criado_em", "pausado_em", "excluido_em"),
     )

@@ -17,8 +17,9 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from relatorios.admin.comum import LIMITE_EM_MASSA, SomenteLeitura
-from relatorios.models import Entrega, Evento, Webhook
+from relatorios.models import Entrega, Webhook
 from relatorios.notificacoes import saida, webhooks
+from relatorios.notificacoes.webhooks import EVENTOS
 from relatorios.tipos.normalizacao import ErroDeParametro
 
 # How much of a delivery's last error the list shows.
@@ -29,7 +30,7 @@ class WebhookForm(forms.ModelForm):
     # A plain field: the rule is webhooks.validar_url's (https, public).
     url = forms.CharField(max_length=2000, widget=forms.URLInput(attrs={"size": 80}))
     eventos = forms.MultipleChoiceField(
-        choices=Evento.choices, widget=forms.CheckboxSelectMultiple
+        choices=[(e, e) for e in EVENTOS], widget=forms.CheckboxSelectMultiple
     )
 
     class Meta:
@@ -112,7 +113,7 @@ class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
     )
     list_filter = ("estado", "canal", "evento")
     list_select_related = ("webhook",)
-    search_fields = ("=mensagem_id", "=job__id", "=alerta__id")
+    search_fields = ("=mensagem_id", "=job__id", "=alerta__id", "=ocorrencia__id")
     ordering = ("-criado_em",)
     show_facets = admin.ShowFacets.NEVER
     actions = ("reenviar",)

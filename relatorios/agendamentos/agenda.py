@@ -42,9 +42,11 @@ from relatorios import tipos
 from relatorios.banco.comum import agora_do_banco, repetivel
 from relatorios.models import (
     Agendamento,
+    FormaDeEntrega,
     Periodo,
     Recuperacao,
     Tenant,
+    Webhook,
     reservar_vaga,
 )
 from relatorios.tipos.normalizacao import ErroDeParametro
@@ -217,6 +219,8 @@ def criar(
     destinatarios: Any = None,
     recuperacao: Any = None,
     nome: Any = "",
+    entrega: Any = None,
+    webhooks: Any = None,
     usuario_id: int | None,
 ) -> Agendamento:
     """Validate a schedule (errors name the field) and create it, active.
@@ -252,6 +256,12 @@ def criar(
             "nome", "o nome não pode ter quebras de linha nem tabulações"
         )
     destinatarios = _emails(destinatarios)
+    entrega = FormaDeEntrega.ANEXO if entrega is None else entrega
+    if entrega not in FormaDeEntrega.values:
+        raise ErroDeParametro(
+            "entrega", f"deve ser um de: {', '.join(FormaDeEntrega.values)}"
+        )
+    webhooks = _webhooks_do_tenant(tenant_id, webhooks)
     fuso = _fuso(tenant_id)
     agora = agora_do_banco()
     primeiro = proximo_disparo(cron, fuso, agora)
@@ -286,6 +296,8 @@ def criar(
             cron=cron,
             prazo=prazo,
             destinatarios=destinatarios,
+            entrega=entrega,
+            webhooks=webhooks,
             recuperacao=recuperacao,
             criado_por_id=usuario_id,
             ativo_desde=agora,
@@ -481,6 +493,34 @@ def _emails(valor: Any) -> list[str]:
         if email.lower() not in emails:
             emails.append(email.lower())
     return emails
+
+
+def _webhooks_do_tenant(tenant_id: int, valor: Any) -> list[int]:
+    """The ids of the tenant's active webhooks that receive
+    `agendamento.entregue` for this schedule; ErroDeParametro('webhooks')
+    names an id that is not one of them (another tenant's is not either)."""
+    if valor is None:
+        return []
+    maximo = settings.RELATORIOS_MAX_WEBHOOKS_POR_TENANT
+    if (
+        not isinstance(valor, list)
+        or len(valor) > maximo
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in valor)
+    ):
+        raise ErroDeParametro("webhooks", f"lista de até {maximo} ids de webhook")
+    pedidos = sorted(set(valor))
+    existentes = set(
+        Webhook.objects.filter(
+            tenant_id=tenant_id, ativo=True, pk__in=[i for i in pedidos if i > 0]
+        ).values_list("id", flat=True)
+    )
+    desconhecidos = [i for i in pedidos if i not in existentes]
+    if desconhecidos:
+        raise ErroDeParametro(
+            "webhooks",
+            f"webhooks desconhecidos: {', '.join(map(str, desconhecidos[:10]))}",
+        )
+    return pedidos
 
 
 def verificar_lojas(*, tenant_id: int, lojas: list[str]) -> None:

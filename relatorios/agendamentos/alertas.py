@@ -14,6 +14,14 @@ any number of copies:
    will make that occurrence `pronto` by itself, and support gains the hours
    until the deadline.
 3. Open alerts whose occurrence's job became `pronto` close by themselves.
+4. Each occurrence whose job is `pronto` is delivered once: its email to the
+   schedule's recipients and its `agendamento.entregue` webhooks are written
+   to the outbox with the guarded mark `entregue_em`, on time or late, after
+   an alert or not (accounting wants the file either way).
+
+An alert's email goes to its recipients one per alert, unless one pass opens
+more than RELATORIOS_ALERTAS_RESUMO_APOS alerts for a tenant: then each
+recipient gets one email listing them (webhooks still get one event each).
 
 Opening and closing write their notifications (`notificacoes`, an outbox) in
 the same transaction, so each alert notifies exactly once.
@@ -26,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models.functions import Now
 
@@ -50,6 +59,8 @@ class Verificacao:
     conferidas: int = 0
     abertos: int = 0
     fechados: int = 0
+    # Occurrences whose `pronto` report was sent to the recipients.
+    entregues: int = 0
     # Schedules whose check raised (logged); the others went on.
     falhas: int = 0
 
@@ -61,6 +72,7 @@ def verificar(*, agora: datetime | None = None) -> Verificacao:
     _registrar_devidas(agora, resultado)
     _abrir(agora, resultado)
     _fechar_prontos(resultado)
+    _entregar_prontas(resultado)
     if any(vars(resultado).values()):
         logger.info("verificação de prazos", extra=vars(resultado))
     return resultado
@@ -181,6 +193,7 @@ def _abrir(agora: datetime, resultado: Verificacao) -> None:
             {"agora": agora, "lote": LOTE},
         )
         linhas = cursor.fetchall()
+        abertos: dict[int, list[int]] = {}
         for linha in linhas:
             ocorrencia_id, tenant_id, estado, motivo, status, erro, prog, a_tempo = (
                 linha
@@ -188,13 +201,16 @@ def _abrir(agora: datetime, resultado: Verificacao) -> None:
             if status == Status.PRONTO and a_tempo:
                 resultado.conferidas += 1
             else:
-                _abrir_alerta(
+                alerta_id = _abrir_alerta(
                     cursor,
                     ocorrencia_id=ocorrencia_id,
                     tenant_id=tenant_id,
                     motivo=motivo_do_alerta(estado, motivo, status, erro, prog),
                     resultado=resultado,
                 )
+                if alerta_id is not None:
+                    abertos.setdefault(tenant_id, []).append(alerta_id)
+        _emails_dos_abertos(abertos)
         if linhas:
             cursor.execute(
                 "UPDATE relatorio_ocorrencias SET conferida = true WHERE id = ANY(%s)",
@@ -209,7 +225,9 @@ def _abrir_alerta(
     tenant_id: int,
     motivo: str,
     resultado: Verificacao,
-) -> None:
+) -> int | None:
+    """Open the occurrence's alert (once) with its webhooks; its id, or None
+    if it was open already. Its emails are `_emails_dos_abertos`'."""
     cursor.execute(
         """
         INSERT INTO relatorio_alertas (ocorrencia_id, tenant_id, motivo, nota)
@@ -221,8 +239,10 @@ def _abrir_alerta(
     )
     linha = cursor.fetchone()
     if linha is None:
-        return
-    saida.enfileirar_alerta(alerta_id=linha[0], evento=Evento.ALERTA_ABERTO)
+        return None
+    saida.enfileirar_alerta(
+        alerta_id=linha[0], evento=Evento.ALERTA_ABERTO, emails=False
+    )
     resultado.abertos += 1
     metricas.alerta_aberto()
     logger.warning(
@@ -235,6 +255,49 @@ def _abrir_alerta(
             "motivo": motivo,
         },
     )
+    return int(linha[0])
+
+
+def _emails_dos_abertos(abertos: dict[int, list[int]]) -> None:
+    """The emails of the alerts one pass opened: one per alert, or, past
+    RELATORIOS_ALERTAS_RESUMO_APOS for a tenant, one digest per recipient (a
+    minutely schedule after a day's outage is hundreds of alerts, not
+    hundreds of emails to each person)."""
+    for alerta_ids in abertos.values():
+        if len(alerta_ids) > settings.RELATORIOS_ALERTAS_RESUMO_APOS:
+            saida.enfileirar_resumo_de_alertas(alerta_ids=alerta_ids)
+            continue
+        for alerta_id in alerta_ids:
+            saida.enfileirar_alerta(alerta_id=alerta_id, evento=Evento.ALERTA_ABERTO)
+
+
+def _entregar_prontas(resultado: Verificacao) -> None:
+    """Mark each occurrence whose job is `pronto` delivered, once, writing its
+    deliveries in the same transaction (SKIP LOCKED: a concurrent checker
+    takes others; the mark's guard and the deliveries' ids keep it to one)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            WITH prontas AS (
+                SELECT o.id
+                  FROM relatorio_ocorrencias o
+                  JOIN relatorio_jobs j ON j.id = o.job_id
+                 WHERE o.entregue_em IS NULL AND o.job_id IS NOT NULL
+                   AND j.status = 'pronto'
+                 ORDER BY o.id
+                 LIMIT %(lote)s
+                   FOR UPDATE OF o SKIP LOCKED
+            )
+            UPDATE relatorio_ocorrencias o SET entregue_em = now()
+              FROM prontas p
+             WHERE o.id = p.id AND o.entregue_em IS NULL
+            RETURNING o.id
+            """,
+            {"lote": LOTE},
+        )
+        for (ocorrencia_id,) in cursor.fetchall():
+            saida.enfileirar_entrega_agendada(ocorrencia_id=ocorrencia_id)
+            resultado.entregues += 1
 
 
 def _fechar_prontos(resultado: Verificacao) -> None:

@@ -33,6 +33,8 @@ CAMPOS_DE_CRIACAO = (
     "agrupar",
     "lojas",
     "destinatarios",
+    "entrega",
+    "webhooks",
     "recuperacao",
 )
 
@@ -57,6 +59,8 @@ class AgendamentoSerializer(SerializerDeSaida):
     agrupar = serializers.CharField()
     lojas = serializers.JSONField()
     destinatarios = serializers.JSONField()
+    entrega = serializers.CharField()
+    webhooks = serializers.JSONField()
     recuperacao = serializers.CharField()
     ativo = serializers.BooleanField()
     proximo_disparo = serializers.DateTimeField(allow_null=True)
@@ -149,6 +153,8 @@ class Agendamentos(APIView):
             agrupar=corpo.get("agrupar"),
             lojas=corpo.get("lojas"),
             destinatarios=corpo.get("destinatarios"),
+            entrega=corpo.get("entrega"),
+            webhooks=corpo.get("webhooks"),
             recuperacao=corpo.get("recuperacao"),
             nome=corpo.get("nome", ""),
             usuario_id=request.user.pk,

@@ -203,3 +203,55 @@ def resumo_do_resultado(job: RelatorioJob) -> Resumo:
 def alertas_abertos(*, tenant_id: int) -> int:
     """How many of the tenant's alerts are open (the /painel/ box)."""
     return Alerta.objects.filter(tenant_id=tenant_id, fechado_em__isnull=True).count()
+
+
+@dataclass(frozen=True)
+class AgendamentoNoPainel:
+    """One of the tenant's schedules and the last report it delivered."""
+
+    id: int
+    nome: str
+    tipo: str
+    ativo: bool
+    proximo_disparo: datetime | None
+    entregue_em: datetime | None
+    job_id: int | None
+    params: dict[str, Any] | None
+
+
+def agendamentos_no_painel(*, tenant_id: int) -> list[AgendamentoNoPainel]:
+    """The tenant's schedules (not deleted), each with its last delivered
+    occurrence: one statement, a lateral lookup per schedule through the
+    partial index relatorio_ocorr_entregues."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT g.id, g.nome, g.tipo, g.ativo, g.proximo_disparo,
+                   u.entregue_em, u.job_id, u.params
+              FROM relatorio_agendamentos g
+              LEFT JOIN LATERAL (
+                   SELECT o.entregue_em, o.job_id, o.params
+                     FROM relatorio_ocorrencias o
+                    WHERE o.agendamento_id = g.id AND o.entregue_em IS NOT NULL
+                    ORDER BY o.entregue_em DESC
+                    LIMIT 1) u ON true
+             WHERE g.tenant_id = %s AND g.excluido_em IS NULL
+             ORDER BY g.nome, g.id
+             LIMIT 200
+            """,
+            [tenant_id],
+        )
+        linhas = cursor.fetchall()
+    return [
+        AgendamentoNoPainel(
+            id=linha[0],
+            nome=linha[1],
+            tipo=linha[2],
+            ativo=linha[3],
+            proximo_disparo=linha[4],
+            entregue_em=linha[5],
+            job_id=linha[6],
+            params=json_do_banco(linha[7]),
+        )
+        for linha in linhas
+    ]

@@ -31,6 +31,13 @@ class Recuperacao(models.TextChoices):
     PULAR = "pular", "nenhuma"
 
 
+class FormaDeEntrega(models.TextChoices):
+    """How a schedule's finished report reaches its `destinatarios`."""
+
+    ANEXO = "anexo", "e-mail com a planilha anexada (e o link)"
+    LINK = "link", "e-mail só com o link para baixar"
+
+
 class Agendamento(models.Model):
     """A report a tenant wants on a cron schedule, due within `prazo` of each firing."""
 
@@ -49,6 +56,13 @@ class Agendamento(models.Model):
     # The report must be `pronto` this long after the planned firing.
     prazo = models.DurationField()
     destinatarios = models.JSONField(default=list, blank=True)
+    # When an occurrence's report is `pronto`: one email to `destinatarios`
+    # (the .xlsx attached, or the link alone), and `agendamento.entregue` to
+    # each of the tenant's webhooks named here (ids).
+    entrega = models.TextField(
+        choices=FormaDeEntrega.choices, default=FormaDeEntrega.ANEXO
+    )
+    webhooks = models.JSONField(default=list, blank=True)
     recuperacao = models.TextField(
         choices=Recuperacao.choices, default=Recuperacao.ULTIMA
     )
@@ -138,6 +152,9 @@ class Ocorrencia(models.Model):
     criado_em = models.DateTimeField(db_default=Agora())
     # The checker is done with it: pronto in time, or its alert is open.
     conferida = models.BooleanField(default=False)
+    # When its report, `pronto`, was sent to the schedule's recipients (the
+    # deliveries written; `alertas.entregar_prontas`), once; NULL until then.
+    entregue_em = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "relatorio_ocorrencias"
@@ -161,6 +178,19 @@ class Ocorrencia(models.Model):
             # A tenant's latest occurrences (/painel/).
             models.Index(
                 fields=["tenant", "-planejado_para"], name="relatorio_ocorr_tenant"
+            ),
+            # The delivery pass: occurrences with a job, not delivered yet
+            # (alertas.entregar_prontas joins them to their jobs).
+            models.Index(
+                fields=["job"],
+                name="relatorio_ocorr_a_entregar",
+                condition=models.Q(entregue_em__isnull=True, job__isnull=False),
+            ),
+            # Each schedule's last delivery (/painel/).
+            models.Index(
+                fields=["agendamento", "-entregue_em"],
+                name="relatorio_ocorr_entregues",
+                condition=models.Q(entregue_em__isnull=False),
             ),
         ]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from relatorios.models.agendamentos import Alerta
+from relatorios.models.agendamentos import Alerta, Ocorrencia
 from relatorios.models.jobs import Agora, RelatorioJob
 from relatorios.models.tenants import Tenant
 
@@ -18,6 +18,10 @@ class Evento(models.TextChoices):
     JOB_FALHOU = "job.falhou", "job.falhou"
     ALERTA_ABERTO = "alerta.aberto", "alerta.aberto"
     ALERTA_FECHADO = "alerta.fechado", "alerta.fechado"
+    AGENDAMENTO_ENTREGUE = "agendamento.entregue", "agendamento.entregue"
+    # Email only: the alerts one check pass opened for a tenant, in one
+    # message per recipient (past RELATORIOS_ALERTAS_RESUMO_APOS of them).
+    ALERTAS_RESUMO = "alertas.resumo", "alertas.resumo"
 
 
 class Webhook(models.Model):
@@ -99,6 +103,14 @@ class Entrega(models.Model):
     )
     alerta = models.ForeignKey(
         Alerta,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="entregas",
+    )
+    # A scheduled report's delivery (agendamento.entregue).
+    ocorrencia = models.ForeignKey(
+        Ocorrencia,
         on_delete=models.SET_NULL,
         null=True,
         blank=True,

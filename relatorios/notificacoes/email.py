@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -12,9 +13,11 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import connection
+from django.template.loader import render_to_string
 
 from relatorios import tipos
 from relatorios.models import Evento
+from relatorios.tipos import apresentacao
 from relatorios.tipos.normalizacao import ErroDeParametro
 
 logger = logging.getLogger(__name__)
@@ -76,11 +79,7 @@ def mensagem_de_email(payload: Mapping[str, Any]) -> tuple[str, str]:
             f"Motivo: {dados.get('erro') or 'erro desconhecido'}\n\n"
             f"Você pode pedir de novo em: {pagina}\n",
         )
-    agendamento = dados["agendamento"]
-    # One line: a name stored before names refused line breaks would
-    # otherwise fail every send (BadHeaderError) of this alert's email.
-    nome = " ".join(str(agendamento.get("nome") or "").split())
-    nome = nome or f"agendamento {agendamento['id']}"
+    nome = _nome_do_agendamento(dados["agendamento"])
     fuso = dados.get("fuso_horario") or "UTC"
     if evento == Evento.ALERTA_ABERTO:
         return (
@@ -93,6 +92,102 @@ def mensagem_de_email(payload: Mapping[str, Any]) -> tuple[str, str]:
         f"Alerta encerrado: {nome}",
         f"O alerta do relatório agendado {nome} foi encerrado.\n",
     )
+
+
+@dataclass(frozen=True)
+class Email:
+    """A message's subject, text and (for the richer ones) HTML, in pt-BR."""
+
+    assunto: str
+    texto: str
+    html: str | None = None
+
+
+def email_do_evento(payload: Mapping[str, Any], *, anexo: str = "") -> Email:
+    """The email of an event; `anexo`, the attached file's name, if any."""
+    evento, dados = payload["type"], payload["data"]
+    if evento == Evento.AGENDAMENTO_ENTREGUE:
+        return _agendamento_entregue(dados, anexo)
+    if evento == Evento.ALERTAS_RESUMO:
+        return _resumo_de_alertas(dados)
+    assunto, texto = mensagem_de_email(payload)
+    return Email(assunto, texto)
+
+
+def _agendamento_entregue(dados: Mapping[str, Any], anexo: str) -> Email:
+    fuso = dados.get("fuso_horario") or "UTC"
+    tipo = dados["tipo"]
+    nome = (
+        dados["agendamento"].get("nome") or f"agendamento {dados['agendamento']['id']}"
+    )
+    periodo = dados.get("periodo") or {}
+    contexto = {
+        "nome": nome,
+        "titulo": _titulo(tipo),
+        "periodo": _periodo(periodo.get("inicio"), periodo.get("fim")),
+        "planejado": _legivel(dados["ocorrencia"]["planejado_para"], fuso),
+        "totais": _totais(tipo, dados.get("totais") or {}),
+        "anexo": anexo,
+        "anexar": dados.get("anexar", False),
+        "link": dados["download"]["url"],
+        "link_expira": _legivel(dados["download"]["expira_em"], fuso),
+        "pagina": dados["job"]["pagina"],
+    }
+    return Email(
+        f"Relatório agendado pronto: {contexto['nome']} ({contexto['periodo']})",
+        render_to_string("emails/agendamento_entregue.txt", contexto),
+        render_to_string("emails/agendamento_entregue.html", contexto),
+    )
+
+
+def _resumo_de_alertas(dados: Mapping[str, Any]) -> Email:
+    fuso = dados.get("fuso_horario") or "UTC"
+    alertas = [
+        {
+            "nome": _nome_do_agendamento(a["agendamento"]),
+            "titulo": _titulo(a["tipo"]),
+            "planejado": _legivel(a["planejado_para"], fuso),
+            "prazo": _legivel(a["prazo_em"], fuso),
+            "motivo": a["motivo"],
+        }
+        for a in dados["alertas"]
+    ]
+    contexto = {
+        "alertas": alertas,
+        "painel": f"{settings.RELATORIOS_URL_BASE}/painel/agendamentos/",
+    }
+    return Email(
+        f"Resumo: {len(alertas)} relatórios agendados não ficaram prontos no prazo",
+        render_to_string("emails/alertas_resumo.txt", contexto),
+        render_to_string("emails/alertas_resumo.html", contexto),
+    )
+
+
+def _totais(tipo: str, totais: Mapping[str, Any]) -> list[tuple[str, str]]:
+    # The table's own columns and formats: what the page's totals row shows.
+    return [
+        (coluna.titulo, apresentacao.na_pagina(coluna, totais[coluna.campo]))
+        for coluna in apresentacao.colunas(tipo, None)
+        if coluna.numerica and coluna.campo in totais
+    ]
+
+
+def _periodo(inicio: Any, fim: Any) -> str:
+    coluna = apresentacao.Coluna("periodo", "Período", "periodo")
+    if not inicio or not fim:
+        return "—"
+    de, ate = (
+        apresentacao.na_pagina(coluna, inicio),
+        apresentacao.na_pagina(coluna, fim),
+    )
+    return de if de == ate else f"{de} a {ate}"
+
+
+def _nome_do_agendamento(agendamento: Mapping[str, Any]) -> str:
+    # One line: a name stored before names refused line breaks would
+    # otherwise fail every send (BadHeaderError) of an email naming it.
+    nome = " ".join(str(agendamento.get("nome") or "").split())
+    return nome or f"agendamento {agendamento['id']}"
 
 
 def _legivel(iso: str, fuso: str) -> str:

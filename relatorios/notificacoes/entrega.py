@@ -5,24 +5,26 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
-from django.core.mail import EmailMessage
+from django.core.mail import EmailMultiAlternatives
 from django.db import connection, transaction
 from standardwebhooks import Webhook as Assinador
 
 from relatorios.banco.comum import json_do_banco
 from relatorios.fila import mensagens
-from relatorios.models import Canal
+from relatorios.models import Canal, Evento, RelatorioJob, Status
 from relatorios.notificacoes import destinos
 from relatorios.notificacoes.destinos import DestinoRecusado, destino
-from relatorios.notificacoes.email import mensagem_de_email
-from relatorios.notificacoes.saida import enfileirar, prazo_de_envio_s
+from relatorios.notificacoes.email import email_do_evento
+from relatorios.notificacoes.saida import enfileirar, iso, prazo_de_envio_s
 from relatorios.operacao import logs, metricas
+from relatorios.tipos import excel
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +82,9 @@ def entregar(*, entrega_id: int) -> str | None:
                 ok=False, erro=trecho(f"{type(exc).__name__}: {exc}")
             )
         estado = _registrar(entrega_id, entrega, desfecho)
-        metricas.entrega(canal=entrega.canal, estado=estado, ok=desfecho.ok)
+        metricas.entrega(
+            canal=entrega.canal, evento=entrega.evento, estado=estado, ok=desfecho.ok
+        )
         return estado
     finally:
         logs.restaurar_request_id(contexto)
@@ -198,14 +202,51 @@ def postar_webhook(
 def _enviar_email(entrega: _Reivindicada) -> ResultadoDoEnvio:
     if not entrega.destinatarios:
         return ResultadoDoEnvio(ok=False, erro="sem destinatários")
-    assunto, texto = mensagem_de_email(entrega.payload)
     try:
-        EmailMessage(
-            assunto, texto, settings.DEFAULT_FROM_EMAIL, to=entrega.destinatarios
-        ).send(fail_silently=False)
+        with tempfile.TemporaryFile(suffix=".xlsx") as arquivo:
+            anexo = _anexo(entrega.payload, arquivo)
+            email = email_do_evento(entrega.payload, anexo=anexo[0] if anexo else "")
+            mensagem = EmailMultiAlternatives(
+                email.assunto,
+                email.texto,
+                settings.DEFAULT_FROM_EMAIL,
+                to=entrega.destinatarios,
+            )
+            if email.html is not None:
+                mensagem.attach_alternative(email.html, "text/html")
+            if anexo is not None:
+                arquivo.seek(0)
+                mensagem.attach(anexo[0], arquivo.read(), excel.TIPO_DE_CONTEUDO)
+            mensagem.send(fail_silently=False)
     except Exception as exc:  # SMTP and socket errors: no traceback kept
         return ResultadoDoEnvio(ok=False, erro=trecho(f"{type(exc).__name__}: {exc}"))
     return ResultadoDoEnvio(ok=True)
+
+
+def _anexo(payload: Mapping[str, Any], arquivo: IO[bytes]) -> tuple[str, int] | None:
+    """A scheduled report's .xlsx written to `arquivo`, as (name, size), when
+    the schedule attaches it, the result is still the one delivered, and the
+    file is within RELATORIOS_ENTREGA_ANEXO_MAX_BYTES; else None (the email
+    carries the link alone)."""
+    if payload.get("type") != Evento.AGENDAMENTO_ENTREGUE:
+        return None
+    dados = payload["data"]
+    if not dados.get("anexar"):
+        return None
+    job = (
+        RelatorioJob.objects.filter(pk=dados["job"]["id"], status=Status.PRONTO)
+        .only("id", "tenant_id", "tipo", "status", "params", "concluido_em")
+        .first()
+    )
+    if job is None or job.concluido_em is None:
+        return None
+    if iso(job.concluido_em) != dados["job"]["concluido_em"]:
+        return None  # recomputed since: the link says so
+    excel.gravar_xlsx(job, arquivo)
+    tamanho = arquivo.tell()
+    if tamanho > settings.RELATORIOS_ENTREGA_ANEXO_MAX_BYTES:
+        return None
+    return excel.nome_do_arquivo_xlsx(job), tamanho
 
 
 def _registrar(

@@ -20,6 +20,7 @@ it checked (a DNS answer that changes in between cannot redirect it).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from dataclasses import dataclass
@@ -33,7 +34,8 @@ from django.db.models.functions import Now
 
 from relatorios.banco.comum import json_do_banco
 from relatorios.fila import mensagens
-from relatorios.models import Canal, Entrega, Evento, Webhook
+from relatorios.models import Canal, Entrega, Evento, FormaDeEntrega, Webhook
+from relatorios.notificacoes import links
 
 logger = logging.getLogger(__name__)
 
@@ -131,14 +133,19 @@ def registrar_fim_de_jobs(*, job_ids: list[int]) -> list[int]:
     return novas
 
 
-def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
+def enfileirar_alerta(
+    *, alerta_id: int, evento: str, emails: bool = True, webhooks: bool = True
+) -> int:
     """Write an alert's deliveries; call it INSIDE the transaction that just
     won the guarded insert (opened) or update (closed) of the alert.
 
     `alerta.aberto`: one email to the schedule's `destinatarios` plus
     RELATORIOS_EMAILS_SUPORTE, and one delivery per active webhook of the
-    tenant subscribed to it; `alerta.fechado`: the webhooks only. Idempotent
-    (ON CONFLICT DO NOTHING on `mensagem_id`). Returns how many were created.
+    tenant subscribed to it (`emails`/`webhooks` False leave either out: the
+    checker writes the emails of a pass's alerts after their webhooks, as
+    one digest when they are many, `enfileirar_resumo_de_alertas`);
+    `alerta.fechado`: the webhooks only. Idempotent (ON CONFLICT DO NOTHING
+    on `mensagem_id`). Returns how many were created.
     """
     if evento not in (Evento.ALERTA_ABERTO, Evento.ALERTA_FECHADO):
         raise ValueError(f"not an alert event: {evento}")
@@ -167,16 +174,16 @@ def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
     instante = fechado_em if evento == Evento.ALERTA_FECHADO else aberto_em
     payload = {
         "type": evento,
-        "timestamp": _iso(instante or datetime.now(UTC)),
+        "timestamp": iso(instante or datetime.now(UTC)),
         "data": {
             "id": alerta_id,
             "motivo": motivo,
             "agendamento": {"id": agendamento_id, "nome": nome},
             "tipo": tipo,
-            "planejado_para": _iso(planejado_para),
-            "prazo_em": _iso(prazo_em),
-            "aberto_em": _iso(aberto_em),
-            "fechado_em": _iso(fechado_em) if fechado_em else None,
+            "planejado_para": iso(planejado_para),
+            "prazo_em": iso(prazo_em),
+            "aberto_em": iso(aberto_em),
+            "fechado_em": iso(fechado_em) if fechado_em else None,
             "job": {"id": job_id, "status": job_status} if job_id else None,
             # The tenant's zone: the schedule's cron and deadline are on it.
             "fuso_horario": fuso,
@@ -188,40 +195,235 @@ def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
         for webhook_id in Webhook.objects.filter(
             tenant_id=tenant_id, ativo=True, eventos__contains=[evento]
         ).values_list("id", flat=True)
+        if webhooks
     ]
-    if evento == Evento.ALERTA_ABERTO:
-        emails = _sem_repeticao([*destinatarios, *settings.RELATORIOS_EMAILS_SUPORTE])
-        if emails:
-            linhas.append((f"{base}-email", Canal.EMAIL, None, emails))
-    if not linhas:
-        return 0
-    with connection.cursor() as cursor:
-        # One statement for all destinations; ON CONFLICT makes a second call
-        # (a retried transaction, a second checker) write nothing.
-        valores = ", ".join(
-            # Typed: a VALUES list whose webhook_id is NULL in every row (an
-            # email-only alert) would otherwise be text.
-            ["(%s, %s::bigint, %s, %s, %s::bigint, %s::jsonb, %s::jsonb, %s::bigint)"]
-            * len(linhas)
+    if evento == Evento.ALERTA_ABERTO and emails:
+        enderecos = _sem_repeticao(
+            [*destinatarios, *settings.RELATORIOS_EMAILS_SUPORTE]
         )
-        parametros: list[Any] = []
-        corpo = json.dumps(payload)
-        for mensagem_id, canal, webhook_id, emails in linhas:
-            parametros += [
-                mensagem_id,
-                tenant_id,
-                canal,
-                evento,
-                webhook_id,
-                json.dumps(emails),
-                corpo,
-                alerta_id,
-            ]
+        if enderecos:
+            linhas.append((f"{base}-email", Canal.EMAIL, None, enderecos))
+    # One statement for all destinations; ON CONFLICT makes a second call
+    # (a retried transaction, a second checker) write nothing.
+    novas = _inserir(
+        linhas,
+        tenant_id=tenant_id,
+        evento=evento,
+        payload=payload,
+        referencia=("alerta_id", alerta_id),
+    )
+    return len(novas)
+
+
+def enfileirar_entrega_agendada(*, ocorrencia_id: int) -> int:
+    """Write a finished scheduled report's deliveries; call it INSIDE the
+    transaction that marked the occurrence delivered (`entregue_em`).
+
+    One email per address of the schedule's `destinatarios` (each with its
+    own retries: a bad address holds nobody else's), and one
+    `agendamento.entregue` per active webhook of the tenant the schedule
+    names. The payload carries what the message says (the schedule, the
+    period, the totals, the job's page) and a signed download link
+    (`links`); the .xlsx itself is made at send time (`entrega`), never
+    stored here. Idempotent by `mensagem_id`; returns how many were created.
+    """
+    _exigir_transacao()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT o.tenant_id, o.planejado_para, o.params, g.id, g.nome, g.tipo,
+                   g.destinatarios, g.entrega, g.webhooks, j.id,
+                   coalesce(j.concluido_em, j.criado_em),
+                   j.resultado -> 'totais', t.fuso_horario
+              FROM relatorio_ocorrencias o
+              JOIN relatorio_agendamentos g ON g.id = o.agendamento_id
+              JOIN relatorio_jobs j ON j.id = o.job_id AND j.status = 'pronto'
+              JOIN tenants t ON t.id = o.tenant_id
+             WHERE o.id = %s
+            """,
+            [ocorrencia_id],
+        )
+        linha = cursor.fetchone()
+    if linha is None:
+        return 0
+    (tenant_id, planejado_para, params, agendamento_id, nome, tipo) = linha[:6]
+    destinatarios = _sem_repeticao(json_do_banco(linha[6]) or [])
+    forma, webhook_ids, job_id, concluido_em, totais, fuso = linha[7:]
+    params = json_do_banco(params) or {}
+    base = settings.RELATORIOS_URL_BASE
+    payload = {
+        "type": Evento.AGENDAMENTO_ENTREGUE,
+        "timestamp": iso(datetime.now(UTC)),
+        "data": {
+            "agendamento": {"id": agendamento_id, "nome": nome},
+            "ocorrencia": {"id": ocorrencia_id, "planejado_para": iso(planejado_para)},
+            "tipo": tipo,
+            "periodo": {"inicio": params.get("inicio"), "fim": params.get("fim")},
+            "totais": json_do_banco(totais) or {},
+            "job": {
+                "id": job_id,
+                "url": f"{base}/relatorios/jobs/{job_id}",
+                "pagina": f"{base}/painel/jobs/{job_id}/",
+                "concluido_em": iso(concluido_em),
+            },
+            "download": {
+                "url": links.url(
+                    job_id=job_id, tenant_id=tenant_id, concluido_em=concluido_em
+                ),
+                "expira_em": iso(datetime.now(UTC) + links.validade()),
+            },
+            "anexar": forma == FormaDeEntrega.ANEXO,
+            "fuso_horario": fuso,
+        },
+    }
+    chave = f"ocorrencia-{ocorrencia_id}-entregue"
+    linhas: list[tuple[str, str, int | None, list[str]]] = [
+        (f"{chave}-email-{_md5(email)}", Canal.EMAIL, None, [email])
+        for email in destinatarios
+    ]
+    linhas += [
+        (f"{chave}-webhook-{webhook_id}", Canal.WEBHOOK, webhook_id, [])
+        for webhook_id in Webhook.objects.filter(
+            tenant_id=tenant_id, ativo=True, pk__in=json_do_banco(webhook_ids) or []
+        ).values_list("id", flat=True)
+    ]
+    novas = _inserir(
+        linhas,
+        tenant_id=tenant_id,
+        evento=Evento.AGENDAMENTO_ENTREGUE,
+        payload=payload,
+        referencia=("ocorrencia_id", ocorrencia_id),
+    )
+    logger.info(
+        "agendamento entregue",
+        extra={
+            "agendamento_id": agendamento_id,
+            "ocorrencia_id": ocorrencia_id,
+            "job_id": job_id,
+            "entregas": len(novas),
+        },
+    )
+    return len(novas)
+
+
+def enfileirar_resumo_de_alertas(*, alerta_ids: list[int]) -> int:
+    """One email per recipient listing these alerts, instead of one each; call
+    it INSIDE the transaction that opened them (the checker's pass).
+
+    A recipient gets the alerts of the schedules that name it; the support
+    addresses (RELATORIOS_EMAILS_SUPORTE) get all of them. Webhooks are not
+    written here: they still get one `alerta.aberto` per alert. Returns how
+    many emails were written.
+    """
+    if not alerta_ids:
+        return 0
+    _exigir_transacao()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT a.id, a.tenant_id, a.motivo, o.planejado_para, o.prazo_em,
+                   g.id, g.nome, g.tipo, g.destinatarios, t.fuso_horario
+              FROM relatorio_alertas a
+              JOIN tenants t ON t.id = a.tenant_id
+              JOIN relatorio_ocorrencias o ON o.id = a.ocorrencia_id
+              JOIN relatorio_agendamentos g ON g.id = o.agendamento_id
+             WHERE a.id = ANY(%s)
+             ORDER BY a.tenant_id, o.planejado_para, a.id
+            """,
+            [alerta_ids],
+        )
+        alertas = cursor.fetchall()
+    por_destino: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    fusos: dict[int, str] = {}
+    for (
+        alerta_id,
+        tenant_id,
+        motivo,
+        planejado,
+        prazo,
+        g_id,
+        nome,
+        tipo,
+        dest,
+        fuso,
+    ) in alertas:
+        fusos[tenant_id] = fuso
+        item = {
+            "id": alerta_id,
+            "motivo": motivo,
+            "agendamento": {"id": g_id, "nome": nome},
+            "tipo": tipo,
+            "planejado_para": iso(planejado),
+            "prazo_em": iso(prazo),
+        }
+        emails = [*(json_do_banco(dest) or []), *settings.RELATORIOS_EMAILS_SUPORTE]
+        for email in _sem_repeticao(emails):
+            por_destino.setdefault((tenant_id, email.lower()), []).append(item)
+    escritas = 0
+    assinatura = _md5(",".join(str(i) for i in sorted(alerta_ids)))
+    for (tenant_id, email), itens in por_destino.items():
+        payload = {
+            "type": Evento.ALERTAS_RESUMO,
+            "timestamp": iso(datetime.now(UTC)),
+            "data": {"alertas": itens, "fuso_horario": fusos[tenant_id]},
+        }
+        escritas += len(
+            _inserir(
+                [
+                    (
+                        f"alertas-{assinatura}-email-{_md5(email)}",
+                        Canal.EMAIL,
+                        None,
+                        [email],
+                    )
+                ],
+                tenant_id=tenant_id,
+                evento=Evento.ALERTAS_RESUMO,
+                payload=payload,
+                referencia=None,
+            )
+        )
+    return escritas
+
+
+def _inserir(
+    linhas: list[tuple[str, str, int | None, list[str]]],
+    *,
+    tenant_id: int,
+    evento: str,
+    payload: dict[str, Any],
+    referencia: tuple[str, int] | None,
+) -> list[int]:
+    """Insert deliveries (mensagem_id, canal, webhook, emails) of one event,
+    pending, with their queue messages; a repeated mensagem_id writes nothing."""
+    if not linhas:
+        return []
+    coluna, valor = referencia if referencia else ("alerta_id", None)
+    valores = ", ".join(
+        # Typed: a VALUES list whose webhook_id is NULL in every row would
+        # otherwise be text.
+        ["(%s, %s::bigint, %s, %s, %s::bigint, %s::jsonb, %s::jsonb, %s::bigint)"]
+        * len(linhas)
+    )
+    parametros: list[Any] = []
+    corpo = json.dumps(payload)
+    for mensagem_id, canal, webhook_id, emails in linhas:
+        parametros += [
+            mensagem_id,
+            tenant_id,
+            canal,
+            evento,
+            webhook_id,
+            json.dumps(emails),
+            corpo,
+            valor,
+        ]
+    with connection.cursor() as cursor:
         cursor.execute(
             f"""
             INSERT INTO relatorio_entregas
                    (mensagem_id, tenant_id, canal, evento, webhook_id,
-                    destinatarios, payload, alerta_id,
+                    destinatarios, payload, {coluna},
                     estado, tentativas, ultimo_erro, enfileirada_em)
             SELECT v.*, 'pendente', 0, '', now()
               FROM (VALUES {valores}) AS v
@@ -232,7 +434,7 @@ def enfileirar_alerta(*, alerta_id: int, evento: str) -> int:
         )
         novas = [linha[0] for linha in cursor.fetchall()]
     enfileirar(entrega_ids=novas)
-    return len(novas)
+    return novas
 
 
 def enfileirar(*, entrega_ids: list[int], quando: datetime | None = None) -> None:
@@ -357,8 +559,13 @@ def _exigir_transacao() -> None:
         raise RuntimeError("call inside the transaction of the change it reports")
 
 
-def _iso(instante: datetime) -> str:
+def iso(instante: datetime) -> str:
+    """An instant as the payloads write it: UTC, microseconds, Z."""
     return instante.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _md5(texto: str) -> str:
+    return hashlib.md5(texto.lower().encode(), usedforsecurity=False).hexdigest()
 
 
 def _sem_repeticao(emails: list[Any]) -> list[str]:

@@ -22,7 +22,14 @@ from relatorios.tipos.normalizacao import ErroDeParametro
 logger = logging.getLogger(__name__)
 
 
-EVENTOS = tuple(Evento.values)
+# What a webhook subscribes to. `agendamento.entregue` goes to the webhooks a
+# schedule names (Agendamento.webhooks), `alertas.resumo` is email only.
+EVENTOS = (
+    Evento.JOB_PRONTO.value,
+    Evento.JOB_FALHOU.value,
+    Evento.ALERTA_ABERTO.value,
+    Evento.ALERTA_FECHADO.value,
+)
 
 # The texts a tenant stores in a webhook, and their limits (docs/api.md).
 URL_MAX = 2000

@@ -124,8 +124,9 @@ RECUSAS_429 = Counter(
 ENTREGAS = Counter(
     "relatorios_entregas_finalizadas",
     "Notifications that reached a final state: entregue, or falhou after "
-    "their last attempt.",
-    ["canal", "estado"],
+    "their last attempt; `assunto` is what they were about (job, alerta, "
+    "agendamento: a scheduled report for its recipients).",
+    ["canal", "estado", "assunto"],
 )
 ENTREGAS_TENTATIVAS_FALHAS = Counter(
     "relatorios_entregas_tentativas_falhas",
@@ -191,12 +192,18 @@ def recusa_429(motivo: str) -> None:
     RECUSAS_429.labels(motivo).inc()
 
 
-def entrega(*, canal: str, estado: str | None, ok: bool) -> None:
+_ASSUNTOS = frozenset({"job", "alerta", "alertas", "agendamento"})
+
+
+def entrega(*, canal: str, evento: str, estado: str | None, ok: bool) -> None:
     rotulo = canal if canal in _CANAIS else "outro"
+    assunto = evento.split(".", 1)[0]
     if not ok:
         ENTREGAS_TENTATIVAS_FALHAS.labels(rotulo).inc()
     if estado in ("entregue", "falhou"):
-        ENTREGAS.labels(rotulo, estado).inc()
+        ENTREGAS.labels(
+            rotulo, estado, assunto if assunto in _ASSUNTOS else "outro"
+        ).inc()
 
 
 def alerta_aberto() -> None:

@@ -17,7 +17,7 @@ from relatorios.agendamentos.entrada import (
     CAMPOS_EQUIVALENTES,
     separar_por_virgula,
 )
-from relatorios.models import Periodo, Recuperacao
+from relatorios.models import FormaDeEntrega, Periodo, Recuperacao
 from relatorios.tipos.base import TipoRelatorio
 
 
@@ -107,7 +107,14 @@ class AgendamentoForm(forms.Form):
     destinatarios = forms.CharField(
         label="Destinatários",
         required=False,
-        help_text="E-mails separados por vírgula.",
+        help_text="E-mails separados por vírgula. Cada um recebe o relatório "
+        "quando fica pronto, e os alertas.",
+    )
+    entrega = forms.ChoiceField(
+        label="Entrega",
+        choices=FormaDeEntrega.choices,
+        initial=FormaDeEntrega.ANEXO,
+        required=False,
     )
     recuperacao = forms.ChoiceField(
         label="Depois de uma parada, rodar",
@@ -143,6 +150,7 @@ class AgendamentoForm(forms.Form):
             "agrupar": dados["agrupar"],
             "lojas": list(dados["lojas"]),
             "destinatarios": separar_por_virgula(dados["destinatarios"]),
+            "entrega": dados["entrega"] or None,
             "recuperacao": dados["recuperacao"],
         }
 

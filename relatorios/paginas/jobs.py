@@ -117,6 +117,16 @@ def _painel(
             "alertas_abertos": consultas.alertas_abertos(
                 tenant_id=tenant_id_do_pedido(request)
             ),
+            "agendados": [
+                {
+                    "agendamento": a,
+                    "titulo": titulo_do_tipo(a.tipo),
+                    "periodo": resumo_dos_params(a.params or {}),
+                }
+                for a in consultas.agendamentos_no_painel(
+                    tenant_id=tenant_id_do_pedido(request)
+                )
+            ],
         },
         status=status,
     )

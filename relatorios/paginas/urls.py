@@ -6,7 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 from django.views.generic import RedirectView
 
-from relatorios.paginas import agendamentos, jobs, webhooks
+from relatorios.paginas import agendamentos, downloads, jobs, webhooks
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="painel"), name="inicio"),
@@ -17,6 +17,8 @@ urlpatterns = [
     ),
     path("sair/", auth_views.LogoutView.as_view(), name="sair"),
     path("painel/", jobs.painel, name="painel"),
+    # A scheduled report's signed download link: no login (paginas/downloads.py).
+    path("baixar/<str:token>", downloads.baixar, name="baixar"),
     path("painel/relatorios/<slug:tipo>/", jobs.solicitar, name="solicitar"),
     path("painel/jobs/<job:job_id>/", jobs.pagina_do_job, name="pagina_do_job"),
     path("painel/jobs/<job:job_id>/estado/", jobs.estado_do_job, name="estado_do_job"),

@@ -14,8 +14,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from relatorios.models import Evento, LimiteDoTenant, Webhook
+from relatorios.models import LimiteDoTenant, Webhook
 from relatorios.notificacoes.webhooks import (
+    EVENTOS,
     URL_MAX,
     registrar_webhook,
     remover_webhook,
@@ -33,8 +34,8 @@ class WebhookForm(forms.Form):
     )
     eventos = forms.MultipleChoiceField(
         label="Eventos",
-        choices=Evento.choices,
-        initial=list(Evento.values),
+        choices=[(e, e) for e in EVENTOS],
+        initial=list(EVENTOS),
         widget=forms.CheckboxSelectMultiple,
     )
 

@@ -156,13 +156,16 @@ def _totais(
 ) -> None:
     """The row under the lines: 'Total', and a SUM over each column that has
     a total in the result (with that total as its cached value)."""
-    if not colunas or not totais:
-        return
+    somadas = [
+        (indice, coluna)
+        for indice, coluna in enumerate(colunas)
+        if coluna.numerica and coluna.campo in totais
+    ]
+    if not somadas:
+        return  # nothing this table totals: no empty Total row
     linha = n + 1
     folha.write_string(linha, 0, "Total", estilos.total)
-    for indice, coluna in enumerate(colunas):
-        if not coluna.numerica or coluna.campo not in totais:
-            continue
+    for indice, coluna in somadas:
         valor = _numero(totais[coluna.campo]) or 0
         formato = estilos.totais[coluna.formato]
         if n == 0:  # no lines to sum

@@ -6,10 +6,12 @@ Cron expressions here carry a seconds field (RELATORIOS_CRON_SEGUNDOS), so a
 
 from __future__ import annotations
 
+import io
 import json
-import shutil
+import re
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from email import message_from_bytes, policy
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import openpyxl
 import pytest
 import standardwebhooks
 from django.test import Client
@@ -218,17 +221,17 @@ def emails(pasta: Path) -> list[Any]:
     return mensagens
 
 
-def test_fechamento_mensal_falha_alerta_e_fecha_depois_da_correcao(
-    cluster, ajustes, recebedor, pasta_saida
+def test_fechamento_mensal_falha_alerta_e_termina_com_a_contabilidade_com_o_arquivo(
+    cluster, ajustes, recebedor, smtp, servidor
 ) -> None:
-    caixa = pasta_saida / "emails"
-    shutil.rmtree(caixa, ignore_errors=True)  # a previous run's messages
+    # The clusters send through a real SMTP server; links point at the real
+    # web server, which a recipient without a login downloads from.
     ajustes(
         RELATORIOS_WEBHOOK_PERMITIR_LOCAL=1,
         RELATORIOS_ENTREGA_BACKOFF_S=0.2,
-        EMAIL_BACKEND="django.core.mail.backends.filebased.EmailBackend",
-        EMAIL_FILE_PATH=str(caixa),
         RELATORIOS_EMAILS_SUPORTE="suporte@relatorios.com",
+        RELATORIOS_URL_BASE=servidor,
+        **smtp.ambiente(),
     )
     tenant = helpers.criar_tenant("Rede Sul")
     lojas = helpers.criar_lojas(tenant, "L001", "L002")
@@ -267,7 +270,7 @@ def test_fechamento_mensal_falha_alerta_e_fecha_depois_da_correcao(
         lambda: "alerta.aberto" in recebedor.tipos(), descricao="o webhook do alerta"
     )
     para_o_alerta = helpers.esperar(
-        lambda: [m for m in emails(caixa) if "contabilidade@redesul.com" in m["To"]],
+        lambda: smtp.para("contabilidade@redesul.com"),
         descricao="o e-mail do alerta",
     )
     assert "suporte@relatorios.com" in para_o_alerta[0]["To"]
@@ -310,7 +313,48 @@ def test_fechamento_mensal_falha_alerta_e_fecha_depois_da_correcao(
         ["job.falhou", "alerta.aberto", "job.pronto", "alerta.fechado"]
     )
     assert len(set(recebedor.ids)) == len(recebedor.ids)
-    abertos = [m for m in emails(caixa) if "contabilidade@redesul.com" in m["To"]]
-    assert len(abertos) == 1
+    # Accounting: the alert, then the report itself, once each.
+    para_a_contabilidade = helpers.esperar(
+        lambda: (
+            lista if len(lista := smtp.para("contabilidade@redesul.com")) >= 2 else None
+        ),
+        timeout=30,
+        descricao="o e-mail do relatório pronto",
+    )
+    time.sleep(1)  # a duplicate would arrive now
+    assert len(smtp.para("contabilidade@redesul.com")) == 2
+    assert len(smtp.para("suporte@relatorios.com")) == 1  # the alert only
+    entregue = para_a_contabilidade[1]
+    assert entregue["To"] == "contabilidade@redesul.com"
+    assert (
+        str(entregue["Subject"])
+        .strip()
+        .startswith("Relatório agendado pronto: Fechamento mensal")
+    )
+    texto = entregue.get_body(preferencelist=("plain",)).get_content()
+    html = entregue.get_body(preferencelist=("html",)).get_content()
+    assert "Fechamento mensal" in texto
+    assert "<strong>Fechamento mensal</strong>" in html
+    anexos = list(entregue.iter_attachments())
+    assert [a.get_filename() for a in anexos] == [
+        f"teste_fechamento_{ocorrencia.params['inicio']}_"
+        f"{ocorrencia.params['fim']}_job{job.pk}.xlsx"
+    ]
+    planilha = openpyxl.load_workbook(io.BytesIO(anexos[0].get_content())).active
+    assert [[c.value for c in linha] for linha in planilha.iter_rows()] == [
+        ["loja", "nome"],
+        ["L001", lojas[0].nome],
+        ["L002", "Loja Norte"],
+    ]
+    # The signed link in the email opens the same file, with no login.
+    link = re.search(r"(http://\S+/baixar/\S+)", texto).group(1)
+    with urllib.request.urlopen(link, timeout=60) as resposta:
+        baixado = resposta.read()
+        tipo_do_arquivo = resposta.headers["Content-Type"]
+    assert tipo_do_arquivo.startswith("application/vnd.openxmlformats")
+    relida = openpyxl.load_workbook(io.BytesIO(baixado)).active
+    assert [[c.value for c in linha] for linha in relida.iter_rows()] == [
+        [c.value for c in linha] for linha in planilha.iter_rows()
+    ]
     corpo = json.dumps(recebedor.recebidos[recebedor.tipos().index("alerta.aberto")])
     assert str(alerta.pk) in corpo

@@ -30,6 +30,7 @@ PRODUCAO = {
     "RELATORIOS_PROXIES_CONFIAVEIS": "127.0.0.1/32",
     "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
     "EMAIL_HOST": "smtp.exemplo.com.br",
+    "RELATORIOS_URL_BASE": "https://relatorios.exemplo.com.br",
 }
 
 
@@ -122,3 +123,4 @@ def test_check_deploy_acusa_o_que_falta_sem_elas() -> None:
     assert "security.W004" in saida  # HSTS
     assert "security.W012" in saida  # session cookie not secure
     assert "relatorios.W001" in saida  # emails written to the log stream
+    assert "relatorios.W002" in saida  # links in emails without a host

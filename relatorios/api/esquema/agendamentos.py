@@ -24,7 +24,7 @@ from relatorios.api.esquema.comum import (
     limite_do_tenant,
     location,
 )
-from relatorios.models import Periodo, Recuperacao
+from relatorios.models import FormaDeEntrega, Periodo, Recuperacao
 from relatorios.models.agendamentos import EstadoOcorrencia
 
 
@@ -62,6 +62,20 @@ class NovoAgendamentoSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Até `RELATORIOS_MAX_DESTINATARIOS` e-mails.",
     )
+    entrega = serializers.ChoiceField(
+        choices=FormaDeEntrega.choices,
+        required=False,
+        allow_null=True,
+        help_text="Quando uma ocorrência fica pronta, cada destinatário recebe um "
+        "e-mail com a planilha anexada (`anexo`, padrão) ou só com o link "
+        "assinado para baixá-la (`link`).",
+    )
+    webhooks = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        allow_null=True,
+        help_text="Ids de webhooks do tenant que recebem `agendamento.entregue`.",
+    )
     recuperacao = serializers.ChoiceField(
         choices=Recuperacao.choices,
         required=False,
@@ -90,6 +104,8 @@ class AgendamentoSerializer(serializers.Serializer):
     agrupar = serializers.CharField()
     lojas = serializers.ListField(child=serializers.CharField())
     destinatarios = serializers.ListField(child=serializers.CharField())
+    entrega = serializers.ChoiceField(choices=FormaDeEntrega.choices)
+    webhooks = serializers.ListField(child=serializers.IntegerField())
     recuperacao = serializers.ChoiceField(choices=Recuperacao.choices)
     ativo = serializers.BooleanField()
     proximo_disparo = serializers.DateTimeField(allow_null=True)

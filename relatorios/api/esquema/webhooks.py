@@ -14,8 +14,11 @@ from relatorios.api.esquema.comum import (
     limite_do_tenant,
     location,
 )
-from relatorios.models import Evento
 from relatorios.notificacoes.webhooks import EVENTOS, URL_MAX
+
+# What a webhook subscribes to (agendamento.entregue goes to the webhooks a
+# schedule names).
+_EVENTOS = [(e, e) for e in EVENTOS]
 
 
 class NovoWebhookSerializer(serializers.Serializer):
@@ -25,7 +28,7 @@ class NovoWebhookSerializer(serializers.Serializer):
     )
     # One to one of each (notificacoes.validar_eventos).
     eventos = serializers.ListField(
-        child=serializers.ChoiceField(Evento.choices),
+        child=serializers.ChoiceField(_EVENTOS),
         min_length=1,
         max_length=len(EVENTOS),
     )
@@ -36,7 +39,7 @@ class WebhookSerializer(serializers.Serializer):
 
     id = serializers.IntegerField()
     url = serializers.CharField()
-    eventos = serializers.ListField(child=serializers.ChoiceField(Evento.choices))
+    eventos = serializers.ListField(child=serializers.ChoiceField(_EVENTOS))
     ativo = serializers.BooleanField()
     criado_em = serializers.DateTimeField()
 
