@@ -163,6 +163,29 @@ DATABASES = {
 # connection's socket is quiet, on top of django-prometheus' wrapper that
 # counts and times statements (relatorios/banco/base.py).
 DATABASES["default"]["ENGINE"] = "relatorios.banco"
+
+# A PostgreSQL streaming replica of the primary, for the reports' own SQL
+# (relatorios/banco/replica.py; docs/operacao.md, "A read replica"). Unset:
+# everything runs on the one database. Job state, the queue, heartbeats and
+# results always stay on the primary.
+RELATORIOS_REPLICA_URL = env_str("RELATORIOS_REPLICA_URL", "")
+# How long an attempt waits for the replica to replay what the primary had
+# when the attempt started, before it reads on the primary instead.
+RELATORIOS_REPLICA_ESPERA_S = env_float("RELATORIOS_REPLICA_ESPERA_S", 5.0)
+if RELATORIOS_REPLICA_URL:
+    DATABASES["replica"] = dj_database_url.parse(
+        RELATORIOS_REPLICA_URL,
+        conn_max_age=env_int("DB_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+    DATABASES["replica"]["ENGINE"] = "relatorios.banco"
+    # An unreachable replica costs a job at most this long before it reads on
+    # the primary (a URL's own ?connect_timeout= wins).
+    DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+    # Django's test runner must not create a test database on a read-only
+    # standby: under tests the alias is the primary's test database.
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+    DATABASE_ROUTERS = ["relatorios.banco.replica.Roteador"]
 # Server-side prepared statements, off by default and on in the web workers
 # (config/servidor.py). psycopg prepares a statement once it has run
 # DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips

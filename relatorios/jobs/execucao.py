@@ -34,11 +34,12 @@ from typing import Any
 import psycopg
 from django import db
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.backends.utils import CursorWrapper
 from django_q.exceptions import TimeoutException
 
 from relatorios import tipos
+from relatorios.banco import replica
 from relatorios.jobs import ciclo, varredura
 from relatorios.jobs.ciclo import JobReivindicado, Tentativa
 from relatorios.operacao import logs, metricas
@@ -72,6 +73,8 @@ class Execucao:
 
     tentativa: Tentativa
     conexao: Any  # the main thread's psycopg connection, to cancel its query
+    # The replica's, while the report reads there (cancelled too).
+    leitura: Any = None
     motivo: str | None = None
     # Which time limit stopped it, if one did (consulta, parada_forcada).
     timeout: str | None = None
@@ -82,13 +85,16 @@ class Execucao:
             if self.motivo is not None:
                 return
             self.motivo = motivo
-        try:
-            # Thread- and signal-safe: a cancel request on its own socket.
-            self.conexao.cancel_safe(timeout=5)
-        except Exception:
-            logger.exception(
-                "cancelamento falhou", extra={"job_id": self.tentativa.job_id}
-            )
+        for conexao in (self.conexao, self.leitura):
+            if conexao is None:
+                continue
+            try:
+                # Thread- and signal-safe: a cancel request on its own socket.
+                conexao.cancel_safe(timeout=5)
+            except Exception:
+                logger.exception(
+                    "cancelamento falhou", extra={"job_id": self.tentativa.job_id}
+                )
 
 
 # This worker process's state; a worker runs one job at a time.
@@ -325,23 +331,31 @@ def calcular(
     *,
     timeout_s: float,
     acompanhamento: Acompanhamento | None = None,
+    banco: str = replica.PRIMARIO,
 ) -> dict[str, Any]:
     """Run a report chunk by chunk, skipping the chunks already checkpointed.
 
     Splitting into chunks is at most one small query (most types need none),
     so it runs as it is; each statement of a chunk runs read-only, under a
-    statement timeout bound to the job's deadline (`CursorDaParte`).
+    statement timeout bound to the job's deadline (`CursorDaParte`). All of
+    the report's SQL runs on `banco` (the replica, when `replica.escolher`
+    says so); the checkpoints are written on the primary, by `acompanhamento`.
     """
     acompanhamento = acompanhamento or Acompanhamento()
     prazo = time.monotonic() + timeout_s
-    with connection.cursor() as cursor:
+    leitura = connections[banco]
+    with leitura.cursor() as cursor:
         partes = tipo.partes(cursor, ctx, params)
     parciais = acompanhamento.retomar(partes)
     for feitas in range(len(parciais) + 1, len(partes) + 1):
         # Inside an outer transaction (a test's), a savepoint ends the chunk's
         # read-only mode; the worker's connection is in autocommit.
-        externa = transaction.atomic() if connection.in_atomic_block else nullcontext()
-        with externa, connection.cursor() as cursor:
+        externa = (
+            transaction.atomic(using=banco)
+            if leitura.in_atomic_block
+            else nullcontext()
+        )
+        with externa, leitura.cursor() as cursor:
             parcial = tipo.gerar_parte(
                 CursorDaParte(cursor, prazo), ctx, params, partes[feitas - 1]
             )
@@ -460,19 +474,62 @@ def _gerar(
         tenant_id=job.tenant_id,
         fuso_horario=job.fuso_horario,
     )
-    return calcular(
-        tipo,
-        ctx,
-        job.params,
-        timeout_s=tipo.timeout(),
-        acompanhamento=_Checkpoint(job, execucao),
+    escolha = replica.escolher()
+    _registrar_escolha(job, escolha)
+    if escolha.na_replica:
+        execucao.leitura = connections[escolha.alias].connection
+    try:
+        return calcular(
+            tipo,
+            ctx,
+            job.params,
+            timeout_s=tipo.timeout(),
+            acompanhamento=_Checkpoint(job, execucao),
+            banco=escolha.alias,
+        )
+    finally:
+        execucao.leitura = None
+
+
+def _registrar_escolha(job: JobReivindicado, escolha: replica.Escolha) -> None:
+    """One log line and one count per attempt when a replica is configured."""
+    if not replica.configurada():
+        return
+    metricas.leitura_de_relatorio(
+        onde="replica" if escolha.na_replica else "primario", motivo=escolha.motivo
     )
+    extra = {
+        "job_id": job.tentativa.job_id,
+        "evento": "leitura",
+        "motivo": escolha.motivo,
+        "espera_ms": round(escolha.espera_s * 1000),
+    }
+    if escolha.na_replica:
+        logger.info("relatório lido na réplica", extra=extra)
+    elif escolha.motivo in (replica.NAO_E_REPLICA, replica.OUTRO_SERVIDOR):
+        # Configuration, not weather: someone must look at it.
+        logger.error(
+            "réplica recusada: %s; relatório lido no primário",
+            _POR_QUE_RECUSADA[escolha.motivo],
+            extra=extra,
+        )
+    else:
+        logger.warning(
+            "relatório lido no primário: réplica %s", escolha.motivo, extra=extra
+        )
+
+
+_POR_QUE_RECUSADA = {
+    replica.NAO_E_REPLICA: "não está em recuperação (promovida, ou é um primário)",
+    replica.OUTRO_SERVIDOR: "o system identifier não é o do primário",
+}
 
 
 def _reconectar() -> None:
     # After a failure mid-statement the connection may be broken or busy;
     # writing the outcome on a fresh one is cheap and always safe.
     connection.close()
+    replica.fechar()
 
 
 # --- Signals in the worker processes ----------------------------------------------

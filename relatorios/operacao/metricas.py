@@ -58,6 +58,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from relatorios import tipos
+from relatorios.banco import replica
 from relatorios.operacao import acesso
 
 logger = logging.getLogger(__name__)
@@ -137,6 +138,14 @@ ALERTAS_ABERTOS = Counter(
     "relatorios_alertas_abertos_eventos",
     "Absence alerts opened (a scheduled report not pronto by its deadline).",
 )
+LEITURAS = Counter(
+    "relatorios_leituras_de_relatorio",
+    "Attempts by where their report SQL ran, with a replica configured: "
+    "onde=replica (motivo em_dia), or onde=primario and why (atrasada: not "
+    "caught up within RELATORIOS_REPLICA_ESPERA_S; indisponivel; "
+    "nao_e_replica or outro_servidor: refused).",
+    ["onde", "motivo"],
+)
 EXECUTANDO_AQUI = Gauge(
     "relatorios_worker_jobs_executando",
     "Jobs running right now in this server's worker processes.",
@@ -208,6 +217,10 @@ def entrega(*, canal: str, evento: str, estado: str | None, ok: bool) -> None:
 
 def alerta_aberto() -> None:
     ALERTAS_ABERTOS.inc()
+
+
+def leitura_de_relatorio(*, onde: str, motivo: str) -> None:
+    LEITURAS.labels(onde, motivo).inc()
 
 
 # --- State (read from the database at scrape time) -------------------------------
@@ -386,6 +399,32 @@ class EstadoDoBanco(Collector):
             "Clusters that beat within RELATORIOS_ORFAO_APOS_S.",
             saude["clusters_vivos"],
         )
+        yield from _replica()
+
+
+def _replica() -> Iterator[Metric]:
+    """The replica's gauges, when one is configured (RELATORIOS_REPLICA_URL)."""
+    estado = replica.estado()
+    if estado is None:
+        return
+    yield _gauge(
+        "relatorios_replica_disponivel",
+        "1 if the replica answers, is in recovery and is this primary's "
+        "standby (same system identifier); 0 if reports cannot read there.",
+        1 if estado.disponivel else 0,
+    )
+    yield _gauge(
+        "relatorios_replica_atraso_bytes",
+        "WAL the primary has written that the replica has not replayed yet "
+        "(+Inf when unavailable).",
+        estado.atraso_bytes,
+    )
+    yield _gauge(
+        "relatorios_replica_atraso_segundos",
+        "Age of the last transaction the replica replayed, 0 when it has "
+        "replayed everything (+Inf when unavailable).",
+        estado.atraso_s,
+    )
 
 
 # --- Exposition --------------------------------------------------------------------
