@@ -413,16 +413,17 @@ def _replica() -> Iterator[Metric]:
         "standby (same system identifier); 0 if reports cannot read there.",
         1 if estado.disponivel else 0,
     )
+    if not estado.disponivel:
+        return  # no lag to speak of: RelatoriosReplicaRecusada says why
     yield _gauge(
         "relatorios_replica_atraso_bytes",
-        "WAL the primary has written that the replica has not replayed yet "
-        "(+Inf when unavailable).",
+        "WAL the primary has written that the replica has not replayed yet.",
         estado.atraso_bytes,
     )
     yield _gauge(
         "relatorios_replica_atraso_segundos",
         "Age of the last transaction the replica replayed, 0 when it has "
-        "replayed everything (+Inf when unavailable).",
+        "replayed everything.",
         estado.atraso_s,
     )
 

@@ -24,6 +24,7 @@ import pytest
 
 from tests import helpers, processos
 from tests.banco.instancias import Instancia, pasta_temporaria
+from tests.operacao.test_alertas_prometheus import SO_COM_REPLICA
 from tests.operacao.test_metricas import raspar
 
 TOKEN_DAS_METRICAS = "token-de-metricas-da-replica-7c1e"
@@ -276,6 +277,7 @@ def test_relatorio_e_lido_na_replica_com_o_mesmo_resultado(par: Par) -> None:
     assert len(resultado["linhas"]) == 90 * 3
     metricas = metricas_da_web(par)
     assert metricas[("relatorios_replica_disponivel", ())] == 1
+    assert {nome for nome, _ in metricas} >= SO_COM_REPLICA
 
 
 def test_replica_atrasada_espera_ate_ter_os_dados_pedidos(par: Par) -> None:
