@@ -101,11 +101,15 @@ def escolher() -> Escolha:
     alvo, identificador = _primario()
     inicio = time.monotonic()
     prazo = inicio + settings.RELATORIOS_REPLICA_ESPERA_S
+    novas = 1  # a kept connection the replica dropped (a restart) gets one new try
     while True:
         try:
             em_recuperacao, dela, reproduzido = _replica()
         except DatabaseError:
             fechar()
+            if novas:
+                novas -= 1
+                continue
             return Escolha(PRIMARIO, INDISPONIVEL, time.monotonic() - inicio)
         if not em_recuperacao:
             return Escolha(PRIMARIO, NAO_E_REPLICA)
