@@ -25,6 +25,7 @@ from prometheus_client import REGISTRY
 
 from relatorios.agendamentos import agenda, alertas, disparo
 from relatorios.models import (
+    Agendamento,
     Alerta,
     Entrega,
     EstadoEntrega,
@@ -312,7 +313,12 @@ def test_dia_de_parada_de_um_agendamento_de_minuto_um_email_por_passada(
     ).count() == len(alertas_abertos)
 
 
-def test_poucos_alertas_numa_passada_vao_um_a_um(tenant: Tenant, settings: Any) -> None:
+# Activated at :05 and at :19 of an hour: an hour from :19 holds four slots of
+# "*/20", which once made this test fail when the suite ran at :x8-:x9.
+@pytest.mark.parametrize("minuto", [5, 19])
+def test_poucos_alertas_numa_passada_vao_um_a_um(
+    tenant: Tenant, settings: Any, minuto: int
+) -> None:
     settings.RELATORIOS_INTERVALO_MINIMO_MIN = 0
     agendamento = helpers.criar_agendamento(
         tenant,
@@ -321,10 +327,20 @@ def test_poucos_alertas_numa_passada_vao_um_a_um(tenant: Tenant, settings: Any) 
         prazo=timedelta(minutes=1),
         destinatarios=CONTABILIDADE,
     )
-    # An hour: three missed occurrences, at most three alerts.
-    alertas.verificar(agora=agendamento.ativo_desde + timedelta(hours=1, minutes=2))
+    inicio = agendamento.ativo_desde.replace(minute=minuto, second=30)
+    # Exactly three missed occurrences: from the first slot after activation
+    # to just past the third one's deadline.
+    primeiro = inicio.replace(second=0, microsecond=0) + timedelta(
+        minutes=20 - inicio.minute % 20
+    )
+    Agendamento.objects.filter(pk=agendamento.pk).update(
+        ativo_desde=inicio,
+        verificado_ate=inicio,
+        proxima_verificacao=primeiro + agendamento.prazo,
+    )
+    alertas.verificar(agora=primeiro + timedelta(minutes=41, seconds=30))
 
-    assert 1 <= Alerta.objects.count() <= settings.RELATORIOS_ALERTAS_RESUMO_APOS
+    assert Alerta.objects.count() == settings.RELATORIOS_ALERTAS_RESUMO_APOS == 3
     assert not Entrega.objects.filter(evento=Evento.ALERTAS_RESUMO).exists()
     assert (
         Entrega.objects.filter(evento="alerta.aberto", canal="email").count()
