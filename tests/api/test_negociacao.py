@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
+import yaml
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from rest_framework import exceptions
 from rest_framework.negotiation import DefaultContentNegotiation
@@ -15,6 +17,7 @@ from rest_framework.test import APIRequestFactory
 from relatorios.api.negociacao import NegociacaoMemorizada
 from relatorios.models import Tenant
 from tests import helpers
+from tests.processos import RAIZ
 
 ACCEPTS = [
     None,
@@ -66,3 +69,29 @@ def test_accept_impossivel_e_406_json_pela_api(tenant: Tenant) -> None:
         assert resposta.status_code == 406
         assert resposta["Content-Type"] == "application/json"
         assert set(resposta.json()) == {"erro"}
+
+
+@pytest.mark.django_db
+def test_o_contrato_lista_o_406_de_cada_operacao_que_o_responde(
+    tenant: Tenant,
+) -> None:
+    """Every operation that negotiates answers 406 {"erro"} to an Accept
+    without JSON, and the contract says so; the downloads never do."""
+    contrato = yaml.safe_load((RAIZ / "docs" / "openapi.yaml").read_text())
+    cliente = helpers.cliente_com_token(helpers.criar_usuario(tenant)[1])
+    respondem, documentam = set(), set()
+    for caminho, operacoes in contrato["paths"].items():
+        url = re.sub(r"\{[^}]+\}", "1", caminho)
+        for metodo, operacao in operacoes.items():
+            if metodo not in ("get", "post", "put", "patch", "delete"):
+                continue
+            resposta = getattr(cliente, metodo)(url, HTTP_ACCEPT="image/png")
+            if resposta.status_code == 406:
+                assert resposta.json().keys() == {"erro"}
+                respondem.add((metodo, caminho))
+            if "406" in operacao["responses"]:
+                documentam.add((metodo, caminho))
+
+    assert respondem == documentam
+    assert ("post", "/relatorios/vendas") in respondem
+    assert ("get", "/relatorios/jobs/{job_id}/resultado.csv") not in respondem

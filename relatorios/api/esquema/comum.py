@@ -166,8 +166,19 @@ E429 = erro(
     ),
 )
 
+E406 = erro(
+    "`Accept` não admite JSON (nem `*/*`): a API só responde JSON aqui.",
+    (
+        "accept impossível",
+        {"erro": "Não foi possível satisfazer a requisição do cabeçalho Accept."},
+    ),
+)
+
 # Answered by every operation: authentication, tenant, the per-token limit.
-COMUNS: dict[int, OpenApiResponse] = {401: E401, 403: E403, 429: E429}
+# The downloads (CSV, Excel) answer whatever `Accept` says, so never 406;
+# every other operation negotiates and answers 406 to an Accept without JSON.
+DOWNLOADS: dict[int, OpenApiResponse] = {401: E401, 403: E403, 429: E429}
+COMUNS: dict[int, OpenApiResponse] = {**DOWNLOADS, 406: E406}
 
 # --- Fields ------------------------------------------------------------------------
 

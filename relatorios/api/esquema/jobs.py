@@ -23,6 +23,7 @@ from rest_framework import serializers
 from relatorios import tipos
 from relatorios.api.esquema.comum import (
     COMUNS,
+    DOWNLOADS,
     E400,
     E404,
     E413,
@@ -362,7 +363,7 @@ resultado_csv = extend_schema(
             "O job ainda não está pronto (ou falhou).",
             ("pendente", {"erro": "o relatório não está pronto (status: pendente)"}),
         ),
-        **COMUNS,
+        **DOWNLOADS,
     },
 )
 
@@ -385,6 +386,6 @@ resultado_xlsx = extend_schema(
             "O job ainda não está pronto (ou falhou).",
             ("pendente", {"erro": "o relatório não está pronto (status: pendente)"}),
         ),
-        **COMUNS,
+        **DOWNLOADS,
     },
 )
