@@ -281,9 +281,9 @@ def test_relatorio_e_lido_na_replica_com_o_mesmo_resultado(par: Par) -> None:
 
 
 def test_replica_atrasada_espera_ate_ter_os_dados_pedidos(par: Par) -> None:
-    # recovery_min_apply_delay holds every replayed commit back 3 s: the
+    # recovery_min_apply_delay holds every replayed commit back 6 s: the
     # sale inserted just before the submit is not on the replica yet.
-    par.replica.ajustar(recovery_min_apply_delay="'3s'")
+    par.replica.ajustar(recovery_min_apply_delay="'6s'")
     trabalhador = cluster(par, par.replica.url(), RELATORIOS_REPLICA_ESPERA_S="30")
     try:
         params = {"inicio": "2026-04-01", "fim": "2026-04-30", "agrupar": "mes"}
