@@ -24,8 +24,8 @@ import pytest
 
 from tests import helpers, processos
 from tests.banco.instancias import Instancia, pasta_temporaria
-from tests.operacao.test_alertas_prometheus import SO_COM_REPLICA
 from tests.operacao.test_metricas import raspar
+from tests.operacao.test_painel import SO_COM_REPLICA
 
 TOKEN_DAS_METRICAS = "token-de-metricas-da-replica-7c1e"
 FUSO = "America/Sao_Paulo"

@@ -6,19 +6,10 @@ import subprocess
 import pytest
 import yaml
 
-from tests.operacao.test_painel import metricas_exportadas, nomes_em
+from tests.operacao.test_painel import SO_COM_REPLICA, metricas_exportadas, nomes_em
 from tests.processos import RAIZ
 
 PASTA = RAIZ / "deploy" / "prometheus"
-# Exported only where RELATORIOS_REPLICA_URL is set: tests/banco/test_replica.py
-# proves a real scrape with a replica carries each of them.
-SO_COM_REPLICA = frozenset(
-    {
-        "relatorios_replica_disponivel",
-        "relatorios_replica_atraso_bytes",
-        "relatorios_replica_atraso_segundos",
-    }
-)
 
 
 def promtool(*argumentos: str) -> subprocess.CompletedProcess[str]:
