@@ -131,7 +131,14 @@ def test_pedido_alem_do_timeout_derruba_so_o_seu_worker(pasta_saida: Path) -> No
     assert len(resultado) == 1
     assert not isinstance(resultado[0], int), resultado
     assert contagem[401] >= 10, contagem
-    assert sum(n for chave, n in contagem.items() if chave != 401) <= 1, contagem
+    # The request in flight on the dying worker may fail. Without
+    # net.ipv4.tcp_migrate_req (the deploy checklist's sysctl; this machine
+    # has it off) a connection the kernel had already queued on that worker's
+    # own SO_REUSEPORT socket is reset too: a full run on 2026-12-04 saw exactly
+    # RemoteDisconnected + ConnectionResetError.
+    migra = Path("/proc/sys/net/ipv4/tcp_migrate_req").read_text().strip() == "1"
+    falhas = sum(n for chave, n in contagem.items() if chave != 401)
+    assert falhas <= (1 if migra else 2), contagem
     assert len(depois) == 2
     assert len(antes & depois) == 1
     log = web.texto_do_log()
