@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import signal
 import socket
 import threading
 import time
 from collections import Counter
+from datetime import datetime
 from email.message import Message
 from pathlib import Path
 from typing import Any
@@ -266,8 +268,37 @@ def test_substituicao_por_idade_e_por_sighup_sem_falhar_pedido_sob_carga(
     assert "HUP signal received" in log
     # Each first worker drained before its lifetime replacement.
     assert log.count("evento=dreno motivo=vida") == 2, log
-    assert "Killing" not in log
+    assert mortos_a_forca(log) == [], log
     assert "crash loop" not in log
+
+
+_LINHA = re.compile(
+    r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) .*(Stopping|Killing) (?:old )?(worker-\d+)"
+)
+
+
+def mortos_a_forca(log: str) -> list[str]:
+    """The workers granian killed because they did not stop in time.
+
+    granian logs "Killing old worker-N after it refused to gracefully stop"
+    also when the worker was already exiting: `join` returns once the worker
+    closed its file descriptors, and granian gives the kernel 1 ms to turn it
+    into a zombie, which a loaded two-core host may take longer for (seen in a
+    full run on 2026-12-04: killed 15 ms after "Stopping old worker-1", 20 s
+    before WEB_GRACEFUL_TIMEOUT_S). A worker that really refused is killed
+    only after the graceful timeout.
+    """
+    parado_em: dict[str, datetime] = {}
+    mortos = []
+    for m in _LINHA.finditer(log):
+        quando = datetime.strptime(m[1], "%Y-%m-%d %H:%M:%S,%f")
+        if m[2] == "Stopping":
+            parado_em[m[3]] = quando
+            continue
+        parada = parado_em.get(m[3])
+        if parada is None or (quando - parada).total_seconds() >= 1:
+            mortos.append(m[0])
+    return mortos
 
 
 def test_clientes_lentos_nao_bloqueiam_os_outros(pasta_saida: Path) -> None:
