@@ -51,7 +51,8 @@ _SQL_PRIMARIO = (
 _SQL_REPLICA = (
     "SELECT pg_is_in_recovery(),"
     " (SELECT system_identifier FROM pg_control_system()),"
-    " pg_last_wal_replay_lsn()::text"
+    " pg_last_wal_replay_lsn()::text,"
+    " extract(epoch FROM now() - pg_last_xact_replay_timestamp())"
 )
 
 
@@ -87,11 +88,26 @@ def _primario() -> tuple[int, int]:
     return lsn(posicao) or 0, int(identificador)
 
 
-def _replica() -> tuple[bool, int, int | None]:
+@dataclass(frozen=True)
+class _Leitura:
+    """One look at the replica, judged against the primary's identifier."""
+
+    recusa: str | None  # NAO_E_REPLICA or OUTRO_SERVIDOR: never read there
+    reproduzido: int  # how far it has replayed
+    idade_s: float  # age of the last transaction it replayed
+
+
+def _ler_replica(identificador: int) -> _Leitura:
     with connections[ALIAS].cursor() as cursor:
         cursor.execute(_SQL_REPLICA)
-        em_recuperacao, identificador, reproduzido = cursor.fetchone()
-    return bool(em_recuperacao), int(identificador), lsn(reproduzido)
+        em_recuperacao, dela, reproduzido, idade = cursor.fetchone()
+    if not em_recuperacao:
+        recusa: str | None = NAO_E_REPLICA
+    elif int(dela) != identificador:
+        recusa = OUTRO_SERVIDOR
+    else:
+        recusa = None
+    return _Leitura(recusa, lsn(reproduzido) or 0, max(0.0, float(idade or 0)))
 
 
 def escolher() -> Escolha:
@@ -104,19 +120,17 @@ def escolher() -> Escolha:
     novas = 1  # a kept connection the replica dropped (a restart) gets one new try
     while True:
         try:
-            em_recuperacao, dela, reproduzido = _replica()
+            leitura = _ler_replica(identificador)
         except DatabaseError:
             fechar()
             if novas:
                 novas -= 1
                 continue
             return Escolha(PRIMARIO, INDISPONIVEL, time.monotonic() - inicio)
-        if not em_recuperacao:
-            return Escolha(PRIMARIO, NAO_E_REPLICA)
-        if dela != identificador:
-            return Escolha(PRIMARIO, OUTRO_SERVIDOR)
+        if leitura.recusa:
+            return Escolha(PRIMARIO, leitura.recusa)
         espera = time.monotonic() - inicio
-        if reproduzido is not None and reproduzido >= alvo:
+        if leitura.reproduzido >= alvo:
             return Escolha(ALIAS, EM_DIA, espera)
         if time.monotonic() >= prazo:
             return Escolha(PRIMARIO, ATRASADA, espera)
@@ -134,7 +148,7 @@ class Estado:
     """What /metrics says of the replica."""
 
     motivo: str  # EM_DIA when usable, else why not (ATRASADA counts as usable)
-    atraso_bytes: float
+    atraso_bytes: float  # 0 when not usable: the gauges leave the lag out then
     atraso_s: float
 
     @property
@@ -153,21 +167,14 @@ def estado() -> Estado | None:
         return None
     alvo, identificador = _primario()
     try:
-        with connections[ALIAS].cursor() as cursor:
-            cursor.execute(
-                _SQL_REPLICA + ", extract(epoch FROM now()"
-                " - pg_last_xact_replay_timestamp())"
-            )
-            em_recuperacao, dela, reproduzido, idade = cursor.fetchone()
+        leitura = _ler_replica(identificador)
     except DatabaseError:
         fechar()
-        return Estado(INDISPONIVEL, float("inf"), float("inf"))
-    if not em_recuperacao:
-        return Estado(NAO_E_REPLICA, float("inf"), float("inf"))
-    if int(dela) != identificador:
-        return Estado(OUTRO_SERVIDOR, float("inf"), float("inf"))
-    atraso = max(0, alvo - (lsn(reproduzido) or 0))
-    segundos = 0.0 if atraso == 0 else max(0.0, float(idade or 0))
+        return Estado(INDISPONIVEL, 0.0, 0.0)
+    if leitura.recusa:
+        return Estado(leitura.recusa, 0.0, 0.0)
+    atraso = max(0, alvo - leitura.reproduzido)
+    segundos = 0.0 if atraso == 0 else leitura.idade_s
     return Estado(EM_DIA if atraso == 0 else ATRASADA, float(atraso), segundos)
 
 
