@@ -10,7 +10,7 @@ from drf_spectacular.views import (
     SpectacularSwaggerSplitView,
 )
 
-from relatorios.operacao import metricas, saude
+from relatorios.operacao import exposicao, saude
 
 
 class IdDeJob:
@@ -55,8 +55,8 @@ urlpatterns = [
         ),
         name="redoc",
     ),
-    # For Prometheus: configured networks or a bearer token (relatorios/metricas.py).
-    path("metrics", metricas.exportar, name="metricas"),
+    # For Prometheus: configured networks or a bearer token (operacao/exposicao.py).
+    path("metrics", exposicao.exportar, name="metricas"),
     path("", include("relatorios.api.urls")),
     path("", include("relatorios.paginas.urls")),
 ]

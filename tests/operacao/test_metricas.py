@@ -32,7 +32,7 @@ from relatorios.models import (
     Status,
     Tenant,
 )
-from relatorios.operacao import acesso, metricas
+from relatorios.operacao import acesso, exposicao
 from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers, processos
 
@@ -309,7 +309,7 @@ def test_quem_pode_ler_as_metricas(
     settings.RELATORIOS_METRICAS_TOKEN = token
     cliente = acesso.Cliente(endereco, identificado=identificado)
 
-    assert metricas.autorizado(cliente=cliente, autorizacao=autorizacao) is esperado
+    assert exposicao.autorizado(cliente=cliente, autorizacao=autorizacao) is esperado
 
 
 ROTULOS_DO_BANCO = {"alias": "default", "vendor": "postgresql"}
@@ -365,7 +365,7 @@ def test_gauges_vivos_de_processos_mortos_saem_da_pasta(
     ):
         (tmp_path / nome).write_bytes(b"")
 
-    assert metricas.esquecer_processos_mortos() == 1
+    assert exposicao.esquecer_processos_mortos() == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         f"counter_{morto}.db",
         f"gauge_livesum_{os.getpid()}.db",

@@ -15,7 +15,7 @@ so no deployment can run a cluster without them:
   outbox's sweep (`saida.varrer`); the retention of old jobs
   (`retencao.expurgar`) every RELATORIOS_EXPURGO_S;
 - metrics: with RELATORIOS_METRICAS_PORTA, the cluster serves its own
-  (every process's counters plus the database gauges, relatorios/metricas.py)
+  (every process's counters plus the database gauges, relatorios/operacao/exposicao.py)
   from a thread, for hosts without a web server; exited workers' live gauges
   are dropped periodically (django-q2 has no hook for a worker's exit);
 - liveness (`relatorios.clusters`): the cluster registers a row before it
@@ -51,7 +51,7 @@ from relatorios.agendamentos import alertas, disparo
 from relatorios.fila import broker, clusters
 from relatorios.jobs import retencao, varredura
 from relatorios.notificacoes import saida
-from relatorios.operacao import metricas
+from relatorios.operacao import exposicao
 
 logger = logging.getLogger(__name__)
 
@@ -145,13 +145,13 @@ class Supervisor:
             Rotina("verificador", agendador, self._verificar),
             Rotina("entregas", intervalo, saida.varrer),
             Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
-            Rotina("métricas", intervalo, metricas.esquecer_processos_mortos),
+            Rotina("métricas", intervalo, exposicao.esquecer_processos_mortos),
         ]
 
     def servir_metricas(self) -> None:
         porta = settings.RELATORIOS_METRICAS_PORTA
         if porta > 0:
-            self.servidor_de_metricas = metricas.servir_no_cluster(
+            self.servidor_de_metricas = exposicao.servir_no_cluster(
                 porta=porta, endereco=settings.RELATORIOS_METRICAS_ENDERECO
             )
 
