@@ -184,3 +184,44 @@ class Fechamento(TipoRelatorio):
         # A table, as accounting's file has: one line per store.
         linhas = [linha for p in parciais for linha in p["linhas"]]
         return {"linhas": linhas, "totais": {"lojas": len(linhas)}}
+
+
+class Volumoso(TipoRelatorio):
+    """A result of RELATORIOS_TESTE_LINHAS lines (default 2,000), made in SQL in
+    one chunk: a large workbook without an ERP's worth of data."""
+
+    tipo = "teste_volumoso"
+    titulo = "Volumoso"
+
+    def partes(
+        self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
+    ) -> list[Parte]:
+        return [{"unica": True}]
+
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        cursor.execute(
+            """
+            SELECT 'L' || lpad((n %% 50)::text, 3, '0'), 'Produto ' || n,
+                   (n * 7 %% 1000)::text || '.50', n %% 97
+              FROM generate_series(1, %s) AS n
+            """,
+            [int(os.environ.get("RELATORIOS_TESTE_LINHAS", "2000"))],
+        )
+        return {
+            "linhas": [
+                {"loja": loja, "produto": produto, "receita": receita, "itens": itens}
+                for loja, produto, receita, itens in cursor.fetchall()
+            ]
+        }
+
+    def combinar(
+        self, params: Mapping[str, Any], parciais: Sequence[Parcial]
+    ) -> dict[str, Any]:
+        linhas = [linha for p in parciais for linha in p["linhas"]]
+        return {"linhas": linhas, "totais": {"itens": sum(x["itens"] for x in linhas)}}
