@@ -28,8 +28,10 @@ from relatorios.api.serializers import (
 from relatorios.jobs import consultas, pedidos
 from relatorios.models import RelatorioJob, Status
 from relatorios.models.jobs import ATIVOS
+from relatorios.notificacoes import arquivos
 from relatorios.notificacoes.email import email_para_notificar, inscrever
-from relatorios.tipos import excel, planilha
+from relatorios.operacao.downloads import resposta_de_download
+from relatorios.tipos import planilha
 
 # Seed 000: a client polling a pending job should come back in two seconds.
 
@@ -146,7 +148,7 @@ class _ArquivoDoResultado(APIView):
         job = consultas.job_do_tenant(
             tenant_id=tenant_do_pedido(request),
             job_id=job_id,
-            campos=("id", "tenant_id", "tipo", "status", "params"),
+            campos=("id", "tenant_id", "tipo", "status", "params", "concluido_em"),
         )
         if job.status != Status.PRONTO:
             raise ResultadoIndisponivel(
@@ -163,9 +165,32 @@ class ResultadoCsv(_ArquivoDoResultado):
         return planilha.resposta_csv(self.arquivo(request, job_id))
 
 
+class ArquivoOcupado(exceptions.APIException):
+    """A build runs where this one would: 503 (or 429 when it is the
+    tenant's own), with Retry-After (DRF writes it from `wait`)."""
+
+    def __init__(self, ocupado: arquivos.Ocupado) -> None:
+        super().__init__(detail=f"{ocupado}: tente de novo em {ocupado.espera_s} s")
+        self.status_code = 429 if ocupado.do_tenant else 503
+        self.wait = ocupado.espera_s
+
+
 class ResultadoXlsx(_ArquivoDoResultado):
-    """GET /relatorios/jobs/<id>/resultado.xlsx: the workbook (tipos.excel)."""
+    """GET /relatorios/jobs/<id>/resultado.xlsx: the workbook, built once per
+    result and streamed from where it is stored (notificacoes.arquivos)."""
 
     @esquema.resultado_xlsx
     def get(self, request: Request, job_id: int) -> HttpResponseBase:
-        return excel.resposta_xlsx(self.arquivo(request, job_id))
+        job = self.arquivo(request, job_id)
+        try:
+            guardado = arquivos.obter(job, na_web=True)
+        except arquivos.GrandeDemais as grande:
+            raise ResultadoIndisponivel(str(grande)) from None
+        except arquivos.Ocupado as ocupado:
+            raise ArquivoOcupado(ocupado) from None
+        return resposta_de_download(
+            arquivos.fatias(guardado),
+            nome=guardado.nome,
+            tamanho=guardado.tamanho,
+            tipo_de_conteudo=guardado.tipo_de_conteudo,
+        )
