@@ -525,6 +525,9 @@ RELATORIOS_WEBHOOK_PERMITIR_LOCAL = env_bool("RELATORIOS_WEBHOOK_PERMITIR_LOCAL"
 # Ports a webhook URL may name (comma-separated). Only HTTPS's by default: a
 # webhook is a POST to a web server, and any other port is how a URL reaches
 # a Redis, an SMTP relay or an admin console that happens to be public.
+# A PEM bundle of CAs trusted for endpoints besides the system's (an
+# endpoint behind a private CA); empty: the system's only.
+RELATORIOS_WEBHOOK_CA_ARQUIVO = env_str("RELATORIOS_WEBHOOK_CA_ARQUIVO", "")
 RELATORIOS_WEBHOOK_PORTAS = [
     int(porta) for porta in env_list("RELATORIOS_WEBHOOK_PORTAS", ["443"])
 ]

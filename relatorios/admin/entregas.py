@@ -18,7 +18,7 @@ from django.utils.html import format_html
 
 from relatorios.admin.comum import LIMITE_EM_MASSA, SomenteLeitura
 from relatorios.models import Entrega, Webhook
-from relatorios.notificacoes import saida, webhooks
+from relatorios.notificacoes import canais, saida, webhooks
 from relatorios.notificacoes.webhooks import EVENTOS
 from relatorios.tipos.normalizacao import ErroDeParametro
 
@@ -27,7 +27,11 @@ TRECHO_DO_ERRO = 80
 
 
 class WebhookForm(forms.ModelForm):
-    # A plain field: the rule is webhooks.validar_url's (https, public).
+    canal = forms.ChoiceField(
+        choices=canais.escolhas_por_url, initial="webhook", required=False
+    )
+    # A plain field: the rule is webhooks.validar_url's (https, public, the
+    # channel's hosts).
     url = forms.CharField(max_length=2000, widget=forms.URLInput(attrs={"size": 80}))
     eventos = forms.MultipleChoiceField(
         choices=[(e, e) for e in EVENTOS], widget=forms.CheckboxSelectMultiple
@@ -39,26 +43,44 @@ class WebhookForm(forms.ModelForm):
         # a form field of its own, with Django's scheme rules).
         fields = ("tenant", "eventos", "ativo")
 
-    def clean_url(self) -> str:
+    def clean(self) -> dict[str, Any]:
+        dados = super().clean() or {}
+        if "url" not in self.fields or self.errors:
+            return dados  # an existing endpoint: its URL and channel stay
         try:
-            return webhooks.validar_url(self.cleaned_data.get("url"))
+            transporte = webhooks.validar_canal(dados.get("canal") or "webhook")
+            dados["url"] = webhooks.validar_url(dados.get("url"), transporte)
         except ErroDeParametro as erro:
-            raise forms.ValidationError(erro.mensagem) from None
+            self.add_error(
+                erro.campo if erro.campo in self.fields else None, erro.mensagem
+            )
+        return dados
 
 
 @admin.register(Webhook)
 class WebhookAdmin(admin.ModelAdmin):
     form = WebhookForm
-    list_display = ("id", "tenant", "url", "eventos_", "ativo", "criado_em")
-    list_filter = ("ativo", "tenant")
+    list_display = ("id", "tenant", "canal", "url_", "eventos_", "ativo", "criado_em")
+    list_filter = ("ativo", "canal", "tenant")
     list_select_related = ("tenant",)
-    search_fields = ("url", "tenant__nome")
+    # Not the URL: a chat's is its credential, and no filter may test a guess.
+    search_fields = ("tenant__nome",)
     readonly_fields = ("segredo_parcial", "criado_por", "criado_em")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # A new URL is a new endpoint: it gets a new secret (a new webhook).
-        extras = ("tenant", "url") if obj is not None else ()
+        # ("url" too, though never shown: read-only keeps it out of the form.)
+        extras = ("tenant", "canal", "url", "url_") if obj is not None else ()
         return (*extras, *self.readonly_fields)
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        if obj is None:
+            return ("tenant", "canal", "url", "eventos", "ativo")
+        return ("tenant", "canal", "url_", "eventos", "ativo", *self.readonly_fields)
+
+    @admin.display(description="URL")
+    def url_(self, webhook: Webhook) -> str:
+        return webhooks.url_visivel(webhook)
 
     @admin.display(description="eventos")
     def eventos_(self, webhook: Webhook) -> str:
@@ -79,6 +101,7 @@ class WebhookAdmin(admin.ModelAdmin):
             return
         criado = webhooks.registrar_webhook(
             tenant_id=obj.tenant_id,
+            canal=form.cleaned_data["canal"] or "webhook",
             url=form.cleaned_data["url"],
             eventos=obj.eventos,
             usuario_id=request.user.pk,
@@ -86,6 +109,8 @@ class WebhookAdmin(admin.ModelAdmin):
         if not obj.ativo:
             Webhook.objects.filter(pk=criado.pk).update(ativo=False)
         obj.pk = criado.pk
+        if not criado.segredo:
+            return  # a chat: nothing to sign, nothing to hand over
         self.message_user(
             request,
             format_html(

@@ -17,15 +17,27 @@ from relatorios.models import Webhook
 from relatorios.notificacoes import webhooks
 from relatorios.tipos.normalizacao import ErroDeParametro
 
-CAMPOS_DE_ENTRADA = ("url", "eventos")
+CAMPOS_DE_ENTRADA = ("canal", "url", "eventos")
 
 
 class WebhookSerializer(serializers.ModelSerializer):
-    """A webhook as listed: never its secret."""
+    """An endpoint as listed: never its secret, nor a chat's whole URL."""
+
+    url = serializers.SerializerMethodField()
 
     class Meta:
         model = Webhook
-        fields: tuple[str, ...] = ("id", "url", "eventos", "ativo", "criado_em")
+        fields: tuple[str, ...] = (
+            "id",
+            "canal",
+            "url",
+            "eventos",
+            "ativo",
+            "criado_em",
+        )
+
+    def get_url(self, webhook: Webhook) -> str:
+        return webhooks.url_visivel(webhook)
 
 
 class WebhookCriadoSerializer(WebhookSerializer):
@@ -48,6 +60,7 @@ class Webhooks(APIView):
         dados = _objeto(request.data)
         webhook = webhooks.registrar_webhook(
             tenant_id=tenant_do_pedido(request),
+            canal=dados.get("canal", "webhook"),
             url=dados.get("url"),
             eventos=dados.get("eventos"),
             usuario_id=request.user.pk,

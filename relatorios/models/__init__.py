@@ -19,7 +19,6 @@ from relatorios.models.jobs import (
 )
 from relatorios.models.limites import JanelaDaApi
 from relatorios.models.notificacoes import (
-    Canal,
     Entrega,
     EstadoEntrega,
     Evento,
@@ -32,7 +31,6 @@ __all__ = [
     "Agendamento",
     "Alerta",
     "Arquivo",
-    "Canal",
     "Cluster",
     "Desfecho",
     "Entrega",

@@ -25,12 +25,16 @@ class Evento(models.TextChoices):
 
 
 class Webhook(models.Model):
-    """A tenant's endpoint for events, signed per the Standard Webhooks spec."""
+    """A tenant's endpoint for events: its own (signed per Standard Webhooks)
+    or a chat's incoming webhook, by `canal` (notificacoes.canais)."""
 
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(
         Tenant, on_delete=models.PROTECT, related_name="webhooks"
     )
+    # A channel of notificacoes.canais that takes a URL; the registry, not a
+    # list here, says which exist (a new channel needs no migration).
+    canal = models.TextField(default="webhook")
     url = models.URLField(max_length=2000)
     # `whsec_` + base64 of the key, as Standard Webhooks libraries expect.
     segredo = models.TextField()
@@ -55,11 +59,6 @@ class Webhook(models.Model):
         return self.url
 
 
-class Canal(models.TextChoices):
-    WEBHOOK = "webhook", "webhook"
-    EMAIL = "email", "e-mail"
-
-
 class EstadoEntrega(models.TextChoices):
     PENDENTE = "pendente", "pendente"
     ENTREGUE = "entregue", "entregue"
@@ -82,7 +81,8 @@ class Entrega(models.Model):
         related_name="+",
         db_index=False,
     )
-    canal = models.TextField(choices=Canal.choices)
+    # notificacoes.canais: how it is sent (email, webhook, slack, ...).
+    canal = models.TextField()
     evento = models.TextField(choices=Evento.choices)
     webhook = models.ForeignKey(
         Webhook,

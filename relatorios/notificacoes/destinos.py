@@ -113,9 +113,7 @@ class _ConexaoFixadaTls(http.client.HTTPSConnection):
     """HTTPS to one checked address; SNI and the certificate check use the name."""
 
     def __init__(self, host: str, porta: int, endereco: str, timeout: float) -> None:
-        super().__init__(
-            host, porta, timeout=timeout, context=ssl.create_default_context()
-        )
+        super().__init__(host, porta, timeout=timeout, context=_contexto_tls())
         self.endereco = endereco
 
     def connect(self) -> None:
@@ -123,6 +121,15 @@ class _ConexaoFixadaTls(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(  # type: ignore[attr-defined]
             bruto, server_hostname=self.host
         )
+
+
+def _contexto_tls() -> ssl.SSLContext:
+    """The system's CAs, plus RELATORIOS_WEBHOOK_CA_ARQUIVO's if set (an
+    endpoint behind a private CA; the tests' local HTTPS receivers)."""
+    contexto = ssl.create_default_context()
+    if settings.RELATORIOS_WEBHOOK_CA_ARQUIVO:
+        contexto.load_verify_locations(cafile=settings.RELATORIOS_WEBHOOK_CA_ARQUIVO)
+    return contexto
 
 
 def conexao(

@@ -114,6 +114,64 @@ def email_do_evento(payload: Mapping[str, Any], *, anexo: str = "") -> Email:
     return Email(assunto, texto)
 
 
+@dataclass(frozen=True)
+class Resumo:
+    """An event told in a few lines, for a chat message: a title, the
+    facts as (label, value), and the link to act on, if any."""
+
+    titulo: str
+    campos: list[tuple[str, str]]
+    link: tuple[str, str] | None = None
+
+
+def resumo_do_evento(payload: Mapping[str, Any]) -> Resumo:
+    """The event in a few lines (pt-BR), from the same helpers as its email.
+    A chat never carries the file: a scheduled report's gets its link (when
+    RELATORIOS_URL_BASE makes it absolute: a chat cannot open a path)."""
+    resumo = _resumo(payload)
+    if resumo.link is not None and not resumo.link[1].startswith("http"):
+        return Resumo(resumo.titulo, resumo.campos)
+    return resumo
+
+
+def _resumo(payload: Mapping[str, Any]) -> Resumo:
+    evento, dados = payload["type"], payload["data"]
+    base = settings.RELATORIOS_URL_BASE
+    fuso = dados.get("fuso_horario") or "UTC"
+    if evento == Evento.AGENDAMENTO_ENTREGUE:
+        periodo = dados.get("periodo") or {}
+        return Resumo(
+            f"Relatório agendado pronto: {_nome_do_agendamento(dados['agendamento'])}",
+            [
+                ("Relatório", _titulo(dados["tipo"])),
+                ("Período", _periodo(periodo.get("inicio"), periodo.get("fim"))),
+                *_totais(dados["tipo"], dados.get("totais") or {}),
+            ],
+            ("Baixar a planilha", dados["download"]["url"]),
+        )
+    if evento in (Evento.ALERTA_ABERTO, Evento.ALERTA_FECHADO):
+        nome = _nome_do_agendamento(dados["agendamento"])
+        campos = [
+            ("Relatório", _titulo(dados["tipo"])),
+            ("Planejado para", _legivel(dados["planejado_para"], fuso)),
+            ("Prazo", _legivel(dados["prazo_em"], fuso)),
+        ]
+        if evento == Evento.ALERTA_ABERTO:
+            return Resumo(
+                f"Alerta: {nome} não ficou pronto no prazo",
+                [*campos, ("Motivo", str(dados["motivo"]))],
+                ("Ver os agendamentos", f"{base}/painel/agendamentos/"),
+            )
+        return Resumo(f"Alerta encerrado: {nome}", campos)
+    assunto, _ = mensagem_de_email(payload)
+    campos = [("Relatório", _titulo(dados["tipo"]))]
+    if dados.get("erro"):
+        campos.append(("Motivo", str(dados["erro"])))
+    return Resumo(
+        assunto, campos, ("Ver o relatório", f"{base}/painel/jobs/{dados['id']}/")
+    )
+
+
 def _agendamento_entregue(dados: Mapping[str, Any], anexo: str) -> Email:
     fuso = dados.get("fuso_horario") or "UTC"
     tipo = dados["tipo"]

@@ -1,67 +1,23 @@
-"""Delivery: one queued task sends one outbox row, once, by email or signed POST."""
+"""Delivery: one queued task sends one outbox row, once, through its channel."""
 
 from __future__ import annotations
 
-import http.client
-import json
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from django.conf import settings
-from django.core.mail import EmailMultiAlternatives
 from django.db import connection, transaction
 from django.db.models.functions import Now
-from standardwebhooks import Webhook as Assinador
 
 from relatorios.banco.comum import json_do_banco
 from relatorios.fila import mensagens
-from relatorios.models import (
-    Canal,
-    Entrega,
-    EstadoEntrega,
-    Evento,
-    RelatorioJob,
-    Status,
-)
-from relatorios.notificacoes import arquivos, destinos, vagas
-from relatorios.notificacoes.destinos import DestinoRecusado, destino
-from relatorios.notificacoes.email import email_do_evento
-from relatorios.notificacoes.saida import iso
+from relatorios.models import Entrega, EstadoEntrega
+from relatorios.notificacoes import canais, vagas
+from relatorios.notificacoes.canais import Envio, ResultadoDoEnvio
+from relatorios.notificacoes.canais.base import trecho
 from relatorios.operacao import logs, metricas
 
 logger = logging.getLogger(__name__)
-
-
-# How much of a receiver's answer or error is kept for support.
-TRECHO_MAX = 500
-
-
-@dataclass(frozen=True)
-class _Reivindicada:
-    tenant_id: int
-    canal: str
-    evento: str
-    mensagem_id: str
-    destinatarios: list[str]
-    payload: dict[str, Any]
-    tentativa: int
-    em_curso_ate: datetime
-    url: str | None
-    segredo: str | None
-    # The X-Request-ID of the job's request, if the delivery is about a job.
-    request_id: str | None = None
-
-
-@dataclass(frozen=True)
-class ResultadoDoEnvio:
-    """One attempt's outcome: `ok`, or the answer's status and the error."""
-
-    ok: bool
-    status: int | None = None
-    erro: str = ""
 
 
 def entregar(*, entrega_id: int) -> str | None:
@@ -72,8 +28,9 @@ def entregar(*, entrega_id: int) -> str | None:
        never send the same one at once, a stray message never sends one
        outside its tenant's slots, and a sender that dies only holds it
        until its lease runs out.
-    2. Send, outside any transaction: an email, or a signed POST to the
-       webhook's checked address (no redirects, connect and read timeouts).
+    2. Send, outside any transaction, through its channel (`canais`): an
+       email, a signed POST, a chat message; every POST to the address
+       checked now (no redirects, connect and read timeouts).
     3. Record the outcome, fenced by the lease: `entregue`, or back to
        waiting until its backoff has elapsed, or `falhou` after
        RELATORIOS_ENTREGA_MAX_TENTATIVAS; and, in the same transaction, the
@@ -86,7 +43,7 @@ def entregar(*, entrega_id: int) -> str | None:
     contexto = logs.definir_request_id(entrega.request_id)
     try:
         try:
-            desfecho = _enviar(entrega)
+            desfecho = canais.obter(entrega.canal).enviar(entrega)
         except Exception as exc:  # a bug or an unexpected library error: retried
             logger.exception("entrega com erro", extra={"entrega_id": entrega_id})
             desfecho = ResultadoDoEnvio(
@@ -127,7 +84,7 @@ def _acordar(entrega_id: int) -> None:
         vagas.despachar(tenant_id=tenant_id)
 
 
-def _reivindicar(entrega_id: int) -> _Reivindicada | None:
+def _reivindicar(entrega_id: int) -> Envio | None:
     with connection.cursor() as cursor:
         cursor.execute(
             """
@@ -153,7 +110,7 @@ def _reivindicar(entrega_id: int) -> _Reivindicada | None:
     if linha is None:
         logger.info("entrega não reivindicada", extra={"entrega_id": entrega_id})
         return None
-    return _Reivindicada(
+    return Envio(
         tenant_id=linha[0],
         canal=linha[1],
         evento=linha[2],
@@ -168,137 +125,8 @@ def _reivindicar(entrega_id: int) -> _Reivindicada | None:
     )
 
 
-def _enviar(entrega: _Reivindicada) -> ResultadoDoEnvio:
-    if entrega.canal == Canal.EMAIL:
-        return _enviar_email(entrega)
-    if entrega.url is None or entrega.segredo is None:
-        return ResultadoDoEnvio(ok=False, erro="webhook removido ou desativado")
-    return postar_webhook(
-        url=entrega.url,
-        segredo=entrega.segredo,
-        mensagem_id=entrega.mensagem_id,
-        payload=entrega.payload,
-        request_id=entrega.request_id,
-    )
-
-
-def postar_webhook(
-    *,
-    url: str,
-    segredo: str,
-    mensagem_id: str,
-    payload: Mapping[str, Any],
-    request_id: str | None = None,
-) -> ResultadoDoEnvio:
-    """One signed POST to a webhook, to the address checked just now; about a
-    job, with its request's `X-Request-ID` (outside the signed body)."""
-    try:
-        partes, porta, endereco = destino(url)
-    except DestinoRecusado as recusa:
-        return ResultadoDoEnvio(ok=False, erro=f"destino recusado: {recusa}")
-    corpo = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    agora = datetime.now(UTC)
-    cabecalhos = {
-        "Content-Type": "application/json",
-        "User-Agent": "relatorios-webhooks/1",
-        "webhook-id": mensagem_id,
-        "webhook-timestamp": str(int(agora.timestamp())),
-        "webhook-signature": Assinador(segredo).sign(mensagem_id, agora, corpo),
-    }
-    if request_id:
-        cabecalhos[logs.CABECALHO] = request_id
-    caminho = (partes.path or "/") + (f"?{partes.query}" if partes.query else "")
-    timeout = settings.RELATORIOS_WEBHOOK_TIMEOUT_S
-    conexao = destinos.conexao(partes, porta, endereco, timeout)
-    try:
-        conexao.request("POST", caminho, body=corpo.encode(), headers=cabecalhos)
-        resposta = conexao.getresponse()
-        # Only an excerpt: a receiver's answer says nothing we act on.
-        lido = resposta.read(TRECHO_MAX).decode(errors="replace")
-    except TimeoutError:
-        return ResultadoDoEnvio(ok=False, erro=f"sem resposta em {timeout:g} s")
-    except (OSError, http.client.HTTPException) as exc:
-        return ResultadoDoEnvio(ok=False, erro=trecho(f"{type(exc).__name__}: {exc}"))
-    finally:
-        conexao.close()
-    if 200 <= resposta.status < 300:
-        return ResultadoDoEnvio(ok=True, status=resposta.status)
-    return ResultadoDoEnvio(
-        ok=False,
-        status=resposta.status,
-        erro=trecho(f"HTTP {resposta.status}: {lido}"),
-    )
-
-
-def _enviar_email(entrega: _Reivindicada) -> ResultadoDoEnvio:
-    if not entrega.destinatarios:
-        return ResultadoDoEnvio(ok=False, erro="sem destinatários")
-    try:
-        anexo = _anexo(entrega.payload)
-    except arquivos.Ocupado as ocupado:
-        # A download is building this very file: the next attempt attaches it.
-        return ResultadoDoEnvio(ok=False, erro=f"anexo: {ocupado}")
-    try:
-        email = email_do_evento(
-            entrega.payload, anexo=anexo.nome if anexo is not None else ""
-        )
-        mensagem = EmailMultiAlternatives(
-            email.assunto,
-            email.texto,
-            settings.DEFAULT_FROM_EMAIL,
-            to=entrega.destinatarios,
-        )
-        if email.html is not None:
-            mensagem.attach_alternative(email.html, "text/html")
-        if anexo is not None:
-            mensagem.attach(
-                anexo.nome, arquivos.conteudo(anexo), anexo.tipo_de_conteudo
-            )
-        mensagem.send(fail_silently=False)
-    except Exception as exc:  # SMTP and socket errors: no traceback kept
-        return ResultadoDoEnvio(ok=False, erro=trecho(f"{type(exc).__name__}: {exc}"))
-    return ResultadoDoEnvio(ok=True)
-
-
-def _anexo(payload: Mapping[str, Any]) -> arquivos.Guardado | None:
-    """A scheduled report's stored .xlsx, when the schedule attaches it, the
-    result is still the one delivered, and the file is within
-    RELATORIOS_ENTREGA_ANEXO_MAX_BYTES; else None (the email carries the
-    link alone).
-
-    The file is built once per result (`arquivos`): the first recipient's
-    delivery builds it, the others and every retry read it. Whether it will
-    fit is estimated before building: a file that would not be attached is
-    not built for the email (its link builds it if someone clicks).
-    """
-    if payload.get("type") != Evento.AGENDAMENTO_ENTREGUE:
-        return None
-    dados = payload["data"]
-    if not dados.get("anexar"):
-        return None
-    job = (
-        RelatorioJob.objects.filter(pk=dados["job"]["id"], status=Status.PRONTO)
-        .only("id", "tenant_id", "tipo", "status", "params", "concluido_em")
-        .first()
-    )
-    if job is None or job.concluido_em is None:
-        return None
-    if iso(job.concluido_em) != dados["job"]["concluido_em"]:
-        return None  # recomputed since: the link says so
-    teto = settings.RELATORIOS_ENTREGA_ANEXO_MAX_BYTES
-    guardado = arquivos.guardado(job)
-    if guardado is None:
-        if arquivos.tamanho_estimado(job) > teto:
-            return None
-        try:
-            guardado = arquivos.obter(job, na_web=False)
-        except arquivos.GrandeDemais:
-            return None
-    return guardado if guardado.tamanho <= teto else None
-
-
 def _registrar(
-    entrega_id: int, entrega: _Reivindicada, desfecho: ResultadoDoEnvio
+    entrega_id: int, entrega: Envio, desfecho: ResultadoDoEnvio
 ) -> str | None:
     cerca: dict[str, Any] = {
         "id": entrega_id,
@@ -366,8 +194,3 @@ def _registrar(
             extra={**campos, "estado": estado, "erro": desfecho.erro[:200]},
         )
     return estado
-
-
-def trecho(texto: str) -> str:
-    texto = " ".join(texto.split())
-    return texto if len(texto) <= TRECHO_MAX else texto[: TRECHO_MAX - 1] + "…"

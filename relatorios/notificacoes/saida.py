@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -35,7 +36,6 @@ from django.db.models.functions import Now
 from relatorios.banco.comum import json_do_banco
 from relatorios.fila import mensagens
 from relatorios.models import (
-    Canal,
     Entrega,
     EstadoEntrega,
     Evento,
@@ -94,7 +94,7 @@ def sql_entregas_de_jobs(*, webhooks: bool = True) -> str:
     colunas = "mensagem_id, tenant_id, canal, evento, webhook_id, destinatarios, "
     colunas += "payload, job_id, estado, tentativas, ultimo_erro"
     por_webhook = f"""
-        SELECT {fim_id} || '-webhook-' || w.id, f.tenant_id, 'webhook',
+        SELECT {fim_id} || '-webhook-' || w.id, f.tenant_id, w.canal,
                'job.' || f.status, w.id, '[]'::jsonb, {payload}, f.id,
                'pendente', 0, ''
           FROM fim f JOIN relatorio_webhooks w
@@ -203,29 +203,15 @@ def enfileirar_alerta(
             "fuso_horario": fuso,
         },
     }
-    base = f"alerta-{alerta_id}-{evento.split('.')[1]}"
-    linhas = [
-        _Destino(f"{base}-webhook-{webhook_id}", Canal.WEBHOOK, webhook_id=webhook_id)
-        for webhook_id in Webhook.objects.filter(
-            tenant_id=tenant_id, ativo=True, eventos__contains=[evento]
-        ).values_list("id", flat=True)
-        if webhooks
-    ]
-    if evento == Evento.ALERTA_ABERTO and emails:
-        linhas += [
-            _Destino(f"{base}-email-{_md5(email)}", Canal.EMAIL, emails=[email])
-            for email in _sem_repeticao(
-                [*destinatarios, *settings.RELATORIOS_EMAILS_SUPORTE]
-            )
-        ]
-    # One statement for all destinations; ON CONFLICT makes a second call
-    # (a retried transaction, a second checker) write nothing.
-    novas = _inserir(
-        linhas,
+    enderecos = [*destinatarios, *settings.RELATORIOS_EMAILS_SUPORTE]
+    novas = _publicar(
+        chave=f"alerta-{alerta_id}-{evento.split('.')[1]}",
         tenant_id=tenant_id,
         evento=evento,
         payload=payload,
         referencia=("alerta_id", alerta_id),
+        emails=enderecos if evento == Evento.ALERTA_ABERTO and emails else [],
+        endpoints=_assinantes(tenant_id, evento) if webhooks else [],
     )
     return len(novas)
 
@@ -301,33 +287,15 @@ def enfileirar_entrega_agendada(*, ocorrencia_id: int) -> int:
         dados["download"] = {"url": link, "expira_em": expira_em}
         return {**payload, "data": dados}
 
-    chave = f"ocorrencia-{ocorrencia_id}-entregue"
-    linhas = [
-        _Destino(
-            f"{chave}-email-{_md5(email)}",
-            Canal.EMAIL,
-            emails=[email],
-            payload=com_link(links.destino_email(email)),
-        )
-        for email in destinatarios
-    ]
-    linhas += [
-        _Destino(
-            f"{chave}-webhook-{webhook_id}",
-            Canal.WEBHOOK,
-            webhook_id=webhook_id,
-            payload=com_link(links.destino_webhook(webhook_id)),
-        )
-        for webhook_id in Webhook.objects.filter(
-            tenant_id=tenant_id, ativo=True, pk__in=json_do_banco(webhook_ids) or []
-        ).values_list("id", flat=True)
-    ]
-    novas = _inserir(
-        linhas,
+    novas = _publicar(
+        chave=f"ocorrencia-{ocorrencia_id}-entregue",
         tenant_id=tenant_id,
         evento=Evento.AGENDAMENTO_ENTREGUE,
         payload=payload,
         referencia=("ocorrencia_id", ocorrencia_id),
+        emails=destinatarios,
+        endpoints=_nomeados(tenant_id, json_do_banco(webhook_ids) or []),
+        com_link=com_link,
     )
     logger.info(
         "agendamento entregue",
@@ -403,21 +371,82 @@ def enfileirar_resumo_de_alertas(*, alerta_ids: list[int]) -> int:
             "data": {"alertas": itens, "fuso_horario": fusos[tenant_id]},
         }
         escritas += len(
-            _inserir(
-                [
-                    _Destino(
-                        f"alertas-{assinatura}-email-{_md5(email)}",
-                        Canal.EMAIL,
-                        emails=[email],
-                    )
-                ],
+            _publicar(
+                chave=f"alertas-{assinatura}",
                 tenant_id=tenant_id,
                 evento=Evento.ALERTAS_RESUMO,
                 payload=payload,
                 referencia=None,
+                emails=[email],
             )
         )
     return escritas
+
+
+def _publicar(
+    *,
+    chave: str,
+    tenant_id: int,
+    evento: str,
+    payload: dict[str, Any],
+    referencia: tuple[str, int] | None,
+    emails: list[str],
+    endpoints: Sequence[tuple[int, str]] = (),
+    com_link: Callable[[str], dict[str, Any]] | None = None,
+) -> list[int]:
+    """The one place an event fans out to its destinations: one delivery per
+    address (each its own retries; nobody sees another's address) and one
+    per endpoint (a webhook or a chat, through its channel), ids derived
+    from `chave`; with `com_link`, each gets a payload with a download link
+    of its own. One statement for all; ON CONFLICT makes a second call (a
+    retried transaction, a second checker) write nothing.
+
+    (A job's end fans out in SQL, inside the statement that ends it:
+    `sql_entregas_de_jobs`, the same rule for the same endpoints.)
+    """
+    linhas = [
+        _Destino(
+            f"{chave}-email-{_md5(email)}",
+            "email",
+            emails=[email],
+            payload=com_link(links.destino_email(email)) if com_link else None,
+        )
+        for email in _sem_repeticao(emails)
+    ]
+    linhas += [
+        _Destino(
+            f"{chave}-webhook-{endpoint_id}",
+            canal,
+            webhook_id=endpoint_id,
+            payload=com_link(links.destino_webhook(endpoint_id)) if com_link else None,
+        )
+        for endpoint_id, canal in endpoints
+    ]
+    return _inserir(
+        linhas,
+        tenant_id=tenant_id,
+        evento=evento,
+        payload=payload,
+        referencia=referencia,
+    )
+
+
+def _assinantes(tenant_id: int, evento: str) -> list[tuple[int, str]]:
+    """The tenant's active endpoints subscribed to `evento`: (id, canal)."""
+    return list(
+        Webhook.objects.filter(
+            tenant_id=tenant_id, ativo=True, eventos__contains=[evento]
+        ).values_list("id", "canal")
+    )
+
+
+def _nomeados(tenant_id: int, ids: list[int]) -> list[tuple[int, str]]:
+    """The tenant's active endpoints among `ids` (a schedule names them)."""
+    return list(
+        Webhook.objects.filter(tenant_id=tenant_id, ativo=True, pk__in=ids)
+        .order_by("id")
+        .values_list("id", "canal")
+    )
 
 
 @dataclass(frozen=True)
@@ -466,10 +495,7 @@ def _inserir(
     suporte = {e.lower() for e in settings.RELATORIOS_EMAILS_SUPORTE}
     for linha in linhas:
         estado, erro = EstadoEntrega.PENDENTE, ""
-        if (
-            linha.canal == Canal.EMAIL
-            and not {e.lower() for e in linha.emails} <= suporte
-        ):
+        if linha.canal == "email" and not {e.lower() for e in linha.emails} <= suporte:
             if cota <= 0:
                 estado, erro = EstadoEntrega.FALHOU, _ACIMA_DA_COTA
             cota -= 1

@@ -1,4 +1,9 @@
-"""A tenant's webhooks: registration, their address checked, their signing secret."""
+"""A tenant's endpoints: its own webhooks and its chats' incoming webhooks.
+
+Registration checks the URL against its channel (`canais`: https, the
+service's documented hosts for a chat, public addresses for all) and makes
+a signing secret for the channels that sign.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import base64
 import logging
 import secrets
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -16,6 +22,7 @@ from django.shortcuts import get_object_or_404
 
 from relatorios.banco.comum import ID_MAXIMO
 from relatorios.models import Evento, Webhook, reservar_vaga
+from relatorios.notificacoes import canais
 from relatorios.notificacoes.destinos import DestinoRecusado, destino
 from relatorios.tipos.normalizacao import ErroDeParametro
 
@@ -36,16 +43,24 @@ URL_MAX = 2000
 
 
 def registrar_webhook(
-    *, tenant_id: int, url: Any, eventos: Any, usuario_id: int | None
+    *,
+    tenant_id: int,
+    url: Any,
+    eventos: Any,
+    usuario_id: int | None,
+    canal: Any = "webhook",
 ) -> Webhook:
-    """Create a tenant's webhook with a new secret, returned once in `segredo`.
+    """Create a tenant's endpoint; a signing one with a new secret, returned
+    once in `segredo`.
 
-    ErroDeParametro names `url` or `eventos` when they are invalid; the URL
-    must pass the same address rule as each delivery. A tenant that already
-    has RELATORIOS_MAX_WEBHOOKS_POR_TENANT (every finished job is one signed
-    POST to each) gets LimiteDoTenant, counted under a lock on its row.
+    ErroDeParametro names `canal`, `url` or `eventos` when they are invalid;
+    the URL must pass its channel's host rule and the same address rule as
+    each delivery. A tenant that already has RELATORIOS_MAX_WEBHOOKS_POR_TENANT
+    endpoints (every finished job is one POST to each) gets LimiteDoTenant,
+    counted under a lock on its row.
     """
-    url_valida = validar_url(url)
+    transporte = validar_canal(canal)
+    url_valida = validar_url(url, transporte)
     eventos_validos = validar_eventos(eventos)
     limite = settings.RELATORIOS_MAX_WEBHOOKS_POR_TENANT
     # After the URL's check: its DNS look-up is not made under the lock.
@@ -59,9 +74,10 @@ def registrar_webhook(
         )
         webhook = Webhook.objects.create(
             tenant_id=tenant_id,
+            canal=transporte.canal,
             url=url_valida,
             eventos=eventos_validos,
-            segredo=novo_segredo(),
+            segredo=novo_segredo() if transporte.assinado else "",
             criado_por_id=usuario_id,
         )
     logger.info(
@@ -86,7 +102,14 @@ def novo_segredo() -> str:
     return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
 
 
-def validar_url(url: Any) -> str:
+def validar_canal(canal: Any) -> canais.Transporte:
+    nomes = [t.canal for t in canais.por_url()]
+    if not isinstance(canal, str) or canal not in nomes:
+        raise ErroDeParametro("canal", f"deve ser um de: {', '.join(nomes)}")
+    return canais.obter(canal)
+
+
+def validar_url(url: Any, transporte: canais.Transporte | None = None) -> str:
     if not isinstance(url, str) or not url.strip():
         raise ErroDeParametro("url", "informe a URL do webhook")
     url = url.strip()
@@ -96,11 +119,36 @@ def validar_url(url: Any) -> str:
         URLValidator(schemes=["http", "https"])(url)
     except ValidationError:
         raise ErroDeParametro("url", "URL inválida") from None
+    host = urlsplit(url).hostname or ""
+    # Development and tests talk to throwaway receivers on loopback.
+    if (
+        transporte is not None
+        and not transporte.host_permitido(host)
+        and not settings.RELATORIOS_WEBHOOK_PERMITIR_LOCAL
+    ):
+        raise ErroDeParametro(
+            "url",
+            f"uma URL de {transporte.titulo} é de "
+            + ", ".join(h.lstrip(".") for h in transporte.hosts),
+        )
     try:
         destino(url)
     except DestinoRecusado as recusa:
         raise ErroDeParametro("url", str(recusa)) from None
     return url
+
+
+def url_visivel(webhook: Webhook) -> str:
+    """The URL as pages, the API and the admin show it: a chat's incoming
+    webhook URL is its credential, so only its host and last characters."""
+    try:
+        secreta = canais.obter(webhook.canal).url_secreta
+    except canais.CanalDesconhecido:
+        secreta = True
+    if not secreta:
+        return webhook.url
+    partes = urlsplit(webhook.url)
+    return f"{partes.scheme}://{partes.hostname}/…{webhook.url[-4:]}"
 
 
 def validar_eventos(eventos: Any) -> list[str]:

@@ -15,11 +15,13 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from relatorios.models import LimiteDoTenant, Webhook
+from relatorios.notificacoes import canais
 from relatorios.notificacoes.webhooks import (
     EVENTOS,
     URL_MAX,
     registrar_webhook,
     remover_webhook,
+    url_visivel,
     webhook_do_tenant,
 )
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido
@@ -27,6 +29,15 @@ from relatorios.tipos.normalizacao import ErroDeParametro
 
 
 class WebhookForm(forms.Form):
+    canal = forms.ChoiceField(
+        label="Para onde",
+        choices=canais.escolhas_por_url,
+        initial="webhook",
+        required=False,  # absent: a webhook, as before there were chats
+        help_text="Um webhook seu recebe o evento em JSON, assinado; um chat "
+        "(Slack, Teams, Google Chat) recebe uma mensagem no canal do webhook "
+        "de entrada dele.",
+    )
     url = forms.CharField(
         label="URL",
         max_length=URL_MAX,
@@ -53,6 +64,7 @@ def webhooks(request: HttpRequest) -> HttpResponse:
     try:
         criado = registrar_webhook(
             tenant_id=tenant_id_do_pedido(request),
+            canal=form.cleaned_data["canal"] or "webhook",
             url=form.cleaned_data["url"],
             eventos=form.cleaned_data["eventos"],
             usuario_id=request.user.pk,
@@ -72,7 +84,7 @@ def remover(request: HttpRequest, webhook_id: int) -> HttpResponse:
     tenant_id = tenant_id_do_pedido(request)
     webhook = webhook_do_tenant(tenant_id=tenant_id, webhook_id=webhook_id)
     if remover_webhook(tenant_id=tenant_id, webhook_id=webhook.pk):
-        messages.success(request, f"Webhook {webhook.url} removido.")
+        messages.success(request, f"Webhook {url_visivel(webhook)} removido.")
     return redirect("webhooks_do_painel")
 
 
@@ -85,7 +97,17 @@ def _pagina(
 ) -> HttpResponse:
     contexto: dict[str, Any] = {
         "form": form,
-        "webhooks": Webhook.objects.filter(tenant_id=tenant_id_do_pedido(request)),
+        "webhooks": [
+            {
+                "id": w.pk,
+                "canal": canais.obter(w.canal).titulo,
+                "url": url_visivel(w),
+                "eventos": w.eventos,
+                "ativo": w.ativo,
+                "criado_em": w.criado_em,
+            }
+            for w in Webhook.objects.filter(tenant_id=tenant_id_do_pedido(request))
+        ],
         "criado": criado,
     }
     return render(request, "relatorios/webhooks.html", contexto, status=status)

@@ -1,4 +1,4 @@
-"""Webhooks: the tenant's subscriptions to job events."""
+"""Webhooks: the tenant's endpoints for events, its own or a chat's."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from relatorios.api.esquema.comum import (
     limite_do_tenant,
     location,
 )
+from relatorios.notificacoes import canais
 from relatorios.notificacoes.webhooks import EVENTOS, URL_MAX
 
 # What a webhook subscribes to (agendamento.entregue goes to the webhooks a
@@ -21,7 +22,25 @@ from relatorios.notificacoes.webhooks import EVENTOS, URL_MAX
 _EVENTOS = [(e, e) for e in EVENTOS]
 
 
+# The channels a tenant registers by URL, from the registry.
+_CANAIS = canais.escolhas_por_url()
+_HOSTS = "; ".join(
+    f"`{t.canal}`: {', '.join(h.lstrip('.') for h in t.hosts)}"
+    for t in canais.por_url()
+    if t.hosts
+)
+
+
 class NovoWebhookSerializer(serializers.Serializer):
+    canal = serializers.ChoiceField(
+        _CANAIS,
+        required=False,
+        default="webhook",
+        help_text="`webhook` (padrão): um POST assinado (Standard Webhooks) com "
+        "o evento em JSON. Os outros são o webhook de entrada de um chat, que "
+        "recebe uma mensagem do evento (nunca o arquivo), e só aceitam os "
+        f"hosts do serviço ({_HOSTS}).",
+    )
     url = serializers.URLField(
         max_length=URL_MAX,
         help_text="`https://` para um endereço público (regra contra SSRF).",
@@ -38,7 +57,10 @@ class WebhookSerializer(serializers.Serializer):
     # A webhook as listed: never its secret.
 
     id = serializers.IntegerField()
-    url = serializers.CharField()
+    canal = serializers.ChoiceField(_CANAIS)
+    url = serializers.CharField(
+        help_text="A de um chat é a sua credencial: só o host e o final."
+    )
     eventos = serializers.ListField(child=serializers.ChoiceField(_EVENTOS))
     ativo = serializers.BooleanField()
     criado_em = serializers.DateTimeField()
@@ -46,7 +68,9 @@ class WebhookSerializer(serializers.Serializer):
 
 class WebhookCriadoSerializer(WebhookSerializer):
     segredo = serializers.CharField(
-        help_text="`whsec_...`: mostrado só nesta resposta; assina as entregas."
+        allow_blank=True,
+        help_text="`whsec_...`: mostrado só nesta resposta; assina as entregas "
+        "(vazio num chat: não há assinatura).",
     )
 
 

@@ -1,0 +1,93 @@
+"""Email: the event's message in pt-BR, a scheduled report's .xlsx attached."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.conf import settings
+from django.core.mail import EmailMultiAlternatives
+
+from relatorios.models import Evento, RelatorioJob, Status
+from relatorios.notificacoes import arquivos
+from relatorios.notificacoes.canais.base import (
+    Envio,
+    ResultadoDoEnvio,
+    Transporte,
+    trecho,
+)
+from relatorios.notificacoes.email import email_do_evento
+from relatorios.notificacoes.saida import iso
+
+
+class Email(Transporte):
+    canal = "email"
+    titulo = "E-mail"
+    por_url = False
+
+    def enviar(self, envio: Envio) -> ResultadoDoEnvio:
+        if not envio.destinatarios:
+            return ResultadoDoEnvio(ok=False, erro="sem destinatários")
+        try:
+            anexo = _anexo(envio.payload)
+        except arquivos.Ocupado as ocupado:
+            # A download is building this very file: the next attempt attaches it.
+            return ResultadoDoEnvio(ok=False, erro=f"anexo: {ocupado}")
+        try:
+            email = email_do_evento(
+                envio.payload, anexo=anexo.nome if anexo is not None else ""
+            )
+            mensagem = EmailMultiAlternatives(
+                email.assunto,
+                email.texto,
+                settings.DEFAULT_FROM_EMAIL,
+                to=envio.destinatarios,
+            )
+            if email.html is not None:
+                mensagem.attach_alternative(email.html, "text/html")
+            if anexo is not None:
+                conteudo = arquivos.conteudo(anexo)
+                mensagem.attach(anexo.nome, conteudo, anexo.tipo_de_conteudo)
+            mensagem.send(fail_silently=False)
+        except Exception as exc:  # SMTP and socket errors: no traceback kept
+            return ResultadoDoEnvio(
+                ok=False, erro=trecho(f"{type(exc).__name__}: {exc}")
+            )
+        return ResultadoDoEnvio(ok=True)
+
+
+def _anexo(payload: Mapping[str, Any]) -> arquivos.Guardado | None:
+    """A scheduled report's stored .xlsx, when the schedule attaches it, the
+    result is still the one delivered, and the file is within
+    RELATORIOS_ENTREGA_ANEXO_MAX_BYTES; else None (the email carries the
+    link alone).
+
+    The file is built once per result (`arquivos`): the first recipient's
+    delivery builds it, the others and every retry read it. Whether it will
+    fit is estimated before building: a file that would not be attached is
+    not built for the email (its link builds it if someone clicks).
+    """
+    if payload.get("type") != Evento.AGENDAMENTO_ENTREGUE:
+        return None
+    dados = payload["data"]
+    if not dados.get("anexar"):
+        return None
+    job = (
+        RelatorioJob.objects.filter(pk=dados["job"]["id"], status=Status.PRONTO)
+        .only("id", "tenant_id", "tipo", "status", "params", "concluido_em")
+        .first()
+    )
+    if job is None or job.concluido_em is None:
+        return None
+    if iso(job.concluido_em) != dados["job"]["concluido_em"]:
+        return None  # recomputed since: the link says so
+    teto = settings.RELATORIOS_ENTREGA_ANEXO_MAX_BYTES
+    guardado = arquivos.guardado(job)
+    if guardado is None:
+        if arquivos.tamanho_estimado(job) > teto:
+            return None
+        try:
+            guardado = arquivos.obter(job, na_web=False)
+        except arquivos.GrandeDemais:
+            return None
+    return guardado if guardado.tamanho <= teto else None
