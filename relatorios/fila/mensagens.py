@@ -147,6 +147,10 @@ def reenfileirar_perdidas(
 
 
 def atraso(numero: int, *, base_s: float, teto_s: float) -> float:
-    """Exponential backoff with full jitter: base * 2^(n-1) * [1, 2), capped."""
+    """Exponential backoff with jitter: base * 2^(n-1) * [1, 2), capped.
+
+    Not "full jitter" ([0, 1) of the whole wait): a retry never comes
+    sooner than the exponential base, and retries of jobs that failed
+    together still spread over a window as wide as that base."""
     base = base_s * 2 ** max(0, numero - 1)
     return float(min(teto_s, base * (1 + random.random())))

@@ -12,7 +12,11 @@ from django.db import connection, transaction
 from django.db.models.functions import Now
 
 from relatorios.fila import mensagens
-from relatorios.jobs.ciclo import apagar_parciais, encerrar_abertas
+from relatorios.jobs.ciclo import (
+    apagar_parciais,
+    atraso_de_retentativa,
+    encerrar_abertas,
+)
 from relatorios.jobs.vagas import despachar, enfileirar
 from relatorios.models import (
     Desfecho,
@@ -86,18 +90,27 @@ def varrer() -> Varredura:
 
 def _varrer_orfaos(resultado: Varredura) -> None:
     with transaction.atomic(), connection.cursor() as cursor:
-        # The CASE mirrors `adiar`: same messages, same backoff, computed here
-        # for many rows at once.
+        # Locked first, then decided: the backoff is `adiar`'s own Python
+        # function (ciclo.atraso_de_retentativa), not a copy of it in SQL.
         cursor.execute(
             """
-            WITH orfaos AS (
-                SELECT id FROM relatorio_jobs
-                 WHERE status = 'executando'
-                   AND heartbeat_em < now() - make_interval(secs => %(orfao)s)
-                   FOR UPDATE SKIP LOCKED
-            ), decididos AS (
-                SELECT j.id, j.tentativas < %(max)s AS de_novo, j.tentativas
-                  FROM relatorio_jobs j JOIN orfaos o USING (id)
+            SELECT id, tentativas FROM relatorio_jobs
+             WHERE status = 'executando'
+               AND heartbeat_em < now() - make_interval(secs => %s)
+               FOR UPDATE SKIP LOCKED
+            """,
+            [settings.RELATORIOS_ORFAO_APOS_S],
+        )
+        orfaos = cursor.fetchall()
+        if not orfaos:
+            return
+        cursor.execute(
+            """
+            WITH decididos AS (
+                SELECT o.id, o.tentativas, o.tentativas < %(max)s AS de_novo,
+                       o.atraso
+                  FROM unnest(%(ids)s::bigint[], %(tentativas)s::int[],
+                              %(atrasos)s::float8[]) AS o(id, tentativas, atraso)
             )
             UPDATE relatorio_jobs AS j
                SET status = CASE WHEN d.de_novo THEN 'pendente' ELSE 'falhou' END,
@@ -110,9 +123,7 @@ def _varrer_orfaos(resultado: Varredura) -> None:
                        'heartbeat de %%s mais antigo que %%s s; tentativa %%s',
                        j.heartbeat_em, %(orfao)s, d.tentativas),
                    proxima_tentativa_em = CASE WHEN d.de_novo
-                       THEN now() + make_interval(secs => least(%(teto)s,
-                                     %(base)s * power(2, greatest(d.tentativas - 1, 0))
-                                     * (1 + random()))) END,
+                       THEN now() + make_interval(secs => d.atraso) END,
                    concluido_em = CASE WHEN d.de_novo THEN NULL ELSE now() END,
                    enfileirado_em = CASE WHEN d.de_novo THEN now() END
               FROM decididos d
@@ -122,8 +133,9 @@ def _varrer_orfaos(resultado: Varredura) -> None:
             {
                 "orfao": settings.RELATORIOS_ORFAO_APOS_S,
                 "max": settings.RELATORIOS_MAX_TENTATIVAS,
-                "base": settings.RELATORIOS_BACKOFF_S,
-                "teto": settings.RELATORIOS_BACKOFF_MAX_S,
+                "ids": [job_id for job_id, _ in orfaos],
+                "tentativas": [tentativas for _, tentativas in orfaos],
+                "atrasos": [atraso_de_retentativa(t) for _, t in orfaos],
             },
         )
         linhas = cursor.fetchall()
