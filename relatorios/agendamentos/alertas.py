@@ -14,10 +14,9 @@ any number of copies:
    will make that occurrence `pronto` by itself, and support gains the hours
    until the deadline.
 3. Open alerts whose occurrence's job became `pronto` close by themselves.
-4. Each occurrence whose job is `pronto` is delivered once: its email to the
-   schedule's recipients and its `agendamento.entregue` webhooks are written
-   to the outbox with the guarded mark `entregue_em`, on time or late, after
-   an alert or not (accounting wants the file either way).
+4. Each occurrence whose job is `pronto` is delivered once
+   (`agendamentos.entregas`), on time or late, after an alert or not
+   (accounting wants the file either way).
 
 An alert's email goes to its recipients one per alert, unless one pass opens
 more than RELATORIOS_ALERTAS_RESUMO_APOS alerts for a tenant: then each
@@ -38,7 +37,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models.functions import Now
 
-from relatorios.agendamentos import agenda
+from relatorios.agendamentos import agenda, entregas
 from relatorios.banco.comum import agora_do_banco
 from relatorios.jobs import pedidos, suporte
 from relatorios.jobs.suporte import Acao
@@ -72,7 +71,7 @@ def verificar(*, agora: datetime | None = None) -> Verificacao:
     _registrar_devidas(agora, resultado)
     _abrir(agora, resultado)
     _fechar_prontos(resultado)
-    _entregar_prontas(resultado)
+    resultado.entregues += entregas.entregar_prontas()
     if any(vars(resultado).values()):
         logger.info("verificação de prazos", extra=vars(resultado))
     return resultado
@@ -269,35 +268,6 @@ def _emails_dos_abertos(abertos: dict[int, list[int]]) -> None:
             continue
         for alerta_id in alerta_ids:
             saida.enfileirar_alerta(alerta_id=alerta_id, evento=Evento.ALERTA_ABERTO)
-
-
-def _entregar_prontas(resultado: Verificacao) -> None:
-    """Mark each occurrence whose job is `pronto` delivered, once, writing its
-    deliveries in the same transaction (SKIP LOCKED: a concurrent checker
-    takes others; the mark's guard and the deliveries' ids keep it to one)."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            """
-            WITH prontas AS (
-                SELECT o.id
-                  FROM relatorio_ocorrencias o
-                  JOIN relatorio_jobs j ON j.id = o.job_id
-                 WHERE o.entregue_em IS NULL AND o.job_id IS NOT NULL
-                   AND j.status = 'pronto'
-                 ORDER BY o.id
-                 LIMIT %(lote)s
-                   FOR UPDATE OF o SKIP LOCKED
-            )
-            UPDATE relatorio_ocorrencias o SET entregue_em = now()
-              FROM prontas p
-             WHERE o.id = p.id AND o.entregue_em IS NULL
-            RETURNING o.id
-            """,
-            {"lote": LOTE},
-        )
-        for (ocorrencia_id,) in cursor.fetchall():
-            saida.enfileirar_entrega_agendada(ocorrencia_id=ocorrencia_id)
-            resultado.entregues += 1
 
 
 def _fechar_prontos(resultado: Verificacao) -> None:
