@@ -24,11 +24,16 @@ import pytest
 
 from tests import helpers, processos
 from tests.banco.instancias import Instancia, pasta_temporaria
+from tests.banco.rele import Rele
 from tests.operacao.test_metricas import raspar
 from tests.operacao.test_painel import SO_COM_REPLICA
 
 TOKEN_DAS_METRICAS = "token-de-metricas-da-replica-7c1e"
 FUSO = "America/Sao_Paulo"
+# RELATORIOS_REPLICA_ESPERA_S's default: what a silent replica may cost.
+LIMITE_S = 5.0
+# Scheduling of processes on a shared 2-core machine.
+FOLGA_S = 1.5
 
 
 @dataclass
@@ -395,6 +400,112 @@ def test_replica_morta_no_meio_do_job_retoma_do_checkpoint(par: Par) -> None:
     assert sorted(set(partes)) == meses
     assert len(partes) - len(set(partes)) <= 1
     em_dia(par)
+
+
+def lido_no_primario_no_limite(
+    par: Par,
+    job_id: int,
+    params: dict[str, Any],
+    linha: dict[str, Any],
+    resultado: dict[str, Any],
+) -> None:
+    """The attempt gave up on the replica within the bound and read on the
+    primary, in its first attempt, the primary's answer."""
+    assert linha["motivo"] == "indisponivel"
+    assert linha["espera_ms"] <= (LIMITE_S + FOLGA_S) * 1000
+    [(tentativas,)] = par.primario.sql(
+        "SELECT tentativas FROM relatorio_jobs WHERE id = %s", [job_id]
+    )
+    assert tentativas == 1
+    assert resultado == no_primario(par, "vendas", params)
+
+
+def test_conexao_com_a_replica_nota_um_host_que_sumiu(par: Par) -> None:
+    # The socket options libpq set on a real connection to the replica.
+    codigo = (
+        "import os, socket, django; django.setup()\n"
+        "from django.db import connections\n"
+        "banco = connections['replica']\n"
+        "banco.ensure_connection()\n"
+        "s = socket.socket(fileno=os.dup(banco.connection.fileno()))\n"
+        "T = socket.IPPROTO_TCP\n"
+        "print(s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE), *(\n"
+        "    s.getsockopt(T, getattr(socket, nome)) for nome in (\n"
+        "    'TCP_KEEPIDLE', 'TCP_KEEPINTVL', 'TCP_KEEPCNT', 'TCP_USER_TIMEOUT')))\n"
+    )
+    saida = subprocess.run(
+        [sys.executable, "-c", codigo],
+        cwd=processos.RAIZ,
+        env=processos.ambiente(
+            DATABASE_URL=par.primario.url(), RELATORIOS_REPLICA_URL=par.replica.url()
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert saida.returncode == 0, saida.stderr[-3000:]
+    ligado, ocioso_s, intervalo_s, sondas, sem_resposta_ms = map(
+        int, saida.stdout.split()[-5:]
+    )
+    # Probes after 5 s of silence, every 2 s; unacknowledged data given up
+    # after 10 s (the kernel's defaults: 2 h of silence, 15 min of retries).
+    assert (ligado, ocioso_s, intervalo_s, sondas, sem_resposta_ms) == (
+        1,
+        5,
+        2,
+        3,
+        10_000,
+    )
+
+
+def test_replica_que_silencia_com_a_conexao_aberta_custa_no_maximo_o_limite(
+    par: Par,
+) -> None:
+    rele = Rele(par.replica.porta)
+    # One worker: the second attempt finds the connection the first one kept.
+    trabalhador = cluster(par, rele.url(), RELATORIOS_WORKERS="1")
+    try:
+        primeiro = submeter(
+            par,
+            "vendas",
+            {"inicio": "2026-01-01", "fim": "2026-01-31", "agrupar": "mes"},
+        )
+        pronto(par, primeiro)
+        rele.silenciar()
+        # Periods no other test asks for: each is a new job, not a dedup hit.
+        params = {"inicio": "2026-02-01", "fim": "2026-02-27", "agrupar": "mes"}
+        segundo = submeter(par, "vendas", params)
+        resultado = pronto(par, segundo, timeout=LIMITE_S + 25)
+        [antes] = escolhas(trabalhador, primeiro)
+        [linha] = escolhas(trabalhador, segundo)
+    finally:
+        trabalhador.parar()
+        rele.fechar()
+    print(f"réplica muda com a conexão aberta: a sonda levou {linha['espera_ms']} ms")
+    assert antes["motivo"] == "em_dia"
+    # The probe's read got no answer: cut at the deadline, then the primary.
+    assert linha["espera_ms"] >= LIMITE_S * 1000 - 100
+    lido_no_primario_no_limite(par, segundo, params, linha, resultado)
+
+
+def test_replica_que_aceita_a_conexao_e_nao_responde_custa_no_maximo_o_limite(
+    par: Par,
+) -> None:
+    rele = Rele(par.replica.porta)
+    rele.silenciar()
+    trabalhador = cluster(par, rele.url())
+    try:
+        params = {"inicio": "2026-03-01", "fim": "2026-03-30", "agrupar": "mes"}
+        job_id = submeter(par, "vendas", params)
+        resultado = pronto(par, job_id, timeout=LIMITE_S + 25)
+        [linha] = escolhas(trabalhador, job_id)
+    finally:
+        trabalhador.parar()
+        rele.fechar()
+    print(f"réplica que aceita e não responde: a sonda levou {linha['espera_ms']} ms")
+    # Connecting never finished (the relay took the connection and said
+    # nothing): given up by the deadline, not retried past it.
+    lido_no_primario_no_limite(par, job_id, params, linha, resultado)
 
 
 def test_replica_de_outro_servidor_e_recusada(par: Par) -> None:
