@@ -24,7 +24,9 @@ never makes a report fail.
 One deadline bounds the whole probe, connecting included: a replica that
 accepts connections and then answers nothing costs an attempt at most
 RELATORIOS_REPLICA_ESPERA_S (see `_Prazo` for how, and why nothing else
-would).
+would). /metrics never probes: a cluster looks every
+RELATORIOS_CLUSTER_BATIMENTO_S (`estado`, under the same deadline) and the
+scrape reports what it saw last, with its age (fila/clusters.py).
 """
 
 from __future__ import annotations
@@ -274,8 +276,8 @@ class Estado:
 
 
 def estado() -> Estado | None:
-    """The replica's health and lag, for the gauges (one look, under the
-    probe's deadline); None when not configured.
+    """The replica's health and lag, as a cluster records them for the gauges
+    (one look, under the probe's deadline); None when not configured.
 
     The lag in seconds is how old the last replayed transaction is, 0 when
     nothing is left to replay (an idle primary writes nothing, and the age of

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import logging
 import tomllib
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
@@ -46,6 +47,7 @@ from django.db.models.functions import Least, Now
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
+from relatorios.banco import replica
 from relatorios.fila import mensagens
 from relatorios.fila.broker import chave_do_cluster
 from relatorios.models import Cluster, RelatorioJob, Status
@@ -146,6 +148,49 @@ def declarar_mortos() -> int:
             )
         _devolver_mensagens()
     return len(mortos)
+
+
+def anotar_replica(*, cluster_id: int, estado: replica.Estado) -> None:
+    """Record how this cluster just saw the read replica (`replica.estado`)."""
+    Cluster.objects.filter(pk=cluster_id).update(
+        replica_vista_em=Now(),
+        replica_motivo=estado.motivo,
+        replica_atraso_bytes=int(estado.atraso_bytes),
+        replica_atraso_s=estado.atraso_s,
+    )
+
+
+@dataclass(frozen=True)
+class ReplicaVista:
+    """The newest look any cluster took at the replica, and its age."""
+
+    estado: replica.Estado
+    idade_s: float
+
+
+def replica_vista() -> ReplicaVista | None:
+    """What /metrics reports of the replica: the newest look of any cluster
+    (None if none ever looked). Never a connection to the replica: a scrape
+    must answer even when the replica does not."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT replica_motivo, replica_atraso_bytes, replica_atraso_s,
+                   extract(epoch FROM now() - replica_vista_em)
+              FROM relatorio_clusters
+             WHERE replica_vista_em IS NOT NULL
+             ORDER BY replica_vista_em DESC
+             LIMIT 1
+            """
+        )
+        linha = cursor.fetchone()
+    if linha is None:
+        return None
+    motivo, atraso_bytes, atraso_s, idade = linha
+    return ReplicaVista(
+        estado=replica.Estado(motivo, float(atraso_bytes), float(atraso_s)),
+        idade_s=_segundos(idade) or 0.0,
+    )
 
 
 def saude() -> Saude:

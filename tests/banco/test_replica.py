@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -34,6 +35,8 @@ FUSO = "America/Sao_Paulo"
 LIMITE_S = 5.0
 # Scheduling of processes on a shared 2-core machine.
 FOLGA_S = 1.5
+DISPONIVEL = ("relatorios_replica_disponivel", ())
+OBSERVADA = ("relatorios_replica_observada_idade_segundos", ())
 
 
 @dataclass
@@ -152,6 +155,8 @@ def cluster(par: Par, replica_url: str, **extras: str) -> processos.Processo:
             LOG_FORMAT="json",
             RELATORIOS_BACKOFF_S="0.2",
             RELATORIOS_BACKOFF_MAX_S="1",
+            # How often it looks at the replica for /metrics, too.
+            RELATORIOS_CLUSTER_BATIMENTO_S="1",
             **extras,
         ),
         log,
@@ -257,6 +262,18 @@ def metricas_da_web(par: Par) -> dict[tuple[str, tuple], float]:
     return raspar(f"{par.web}/metrics", token=TOKEN_DAS_METRICAS)
 
 
+def metricas_quando(
+    par: Par, condicao: Callable[[dict[tuple[str, tuple], float]], bool], descricao: str
+) -> dict[tuple[str, tuple], float]:
+    """The web's scrape once it shows what a cluster saw (it looks every second)."""
+
+    def mostra() -> dict[tuple[str, tuple], float] | None:
+        metricas = metricas_da_web(par)
+        return metricas if condicao(metricas) else None
+
+    return helpers.esperar(mostra, timeout=30, descricao=descricao)
+
+
 def test_relatorio_e_lido_na_replica_com_o_mesmo_resultado(par: Par) -> None:
     em_dia(par)
     trabalhador = cluster(par, par.replica.url())
@@ -280,9 +297,11 @@ def test_relatorio_e_lido_na_replica_com_o_mesmo_resultado(par: Par) -> None:
     # Identical to the primary's answer, line by line.
     assert resultado == no_primario(par, "vendas", params)
     assert len(resultado["linhas"]) == 90 * 3
-    metricas = metricas_da_web(par)
-    assert metricas[("relatorios_replica_disponivel", ())] == 1
+    metricas = metricas_quando(
+        par, lambda m: m.get(DISPONIVEL) == 1, "a web dizer que a réplica serve"
+    )
     assert {nome for nome, _ in metricas} >= SO_COM_REPLICA
+    assert metricas[OBSERVADA] < 30
 
 
 def test_replica_atrasada_espera_ate_ter_os_dados_pedidos(par: Par) -> None:
@@ -318,14 +337,19 @@ def test_replica_atrasada_alem_do_limite_le_no_primario(par: Par) -> None:
         job_id = submeter(par, "vendas", params)
         resultado = pronto(par, job_id)
         [linha] = escolhas(trabalhador, job_id)
-        atraso = metricas_da_web(par)[("relatorios_replica_atraso_bytes", ())]
+        metricas = metricas_quando(
+            par,
+            lambda m: m.get(("relatorios_replica_atraso_bytes", ())) != 0,
+            "a web dizer que a réplica está atrasada",
+        )
     finally:
         trabalhador.parar()
         par.replica.ajustar(recovery_min_apply_delay="0")
     assert linha["motivo"] == "atrasada"
     assert linha["nivel"] == "WARNING"
     assert Decimal(resultado["totais"]["receita"]) == antes + Decimal("555555.55")
-    assert atraso > 0
+    assert metricas[("relatorios_replica_atraso_bytes", ())] > 0
+    assert metricas[DISPONIVEL] == 1  # behind, but usable
     em_dia(par)
 
 
@@ -346,7 +370,9 @@ def test_replica_fora_do_ar_no_inicio_le_no_primario(par: Par) -> None:
         do_cluster = raspar(
             f"http://127.0.0.1:{porta}/metrics", token=TOKEN_DAS_METRICAS
         )
-        da_web = metricas_da_web(par)
+        da_web = metricas_quando(
+            par, lambda m: m.get(DISPONIVEL) == 0, "a web dizer que a réplica caiu"
+        )
     finally:
         trabalhador.parar()
         par.replica.iniciar()
@@ -357,7 +383,7 @@ def test_replica_fora_do_ar_no_inicio_le_no_primario(par: Par) -> None:
         (("motivo", "indisponivel"), ("onde", "primario")),
     )
     assert do_cluster[chave] == 1
-    assert da_web[("relatorios_replica_disponivel", ())] == 0
+    assert ("relatorios_replica_atraso_bytes", ()) not in da_web
     em_dia(par)
 
 
@@ -508,6 +534,51 @@ def test_replica_que_aceita_a_conexao_e_nao_responde_custa_no_maximo_o_limite(
     lido_no_primario_no_limite(par, job_id, params, linha, resultado)
 
 
+def test_metrics_responde_logo_com_a_replica_muda_e_diz_o_que_o_cluster_viu(
+    par: Par,
+) -> None:
+    rele = Rele(par.replica.porta)
+    web, url = processos.iniciar_web(
+        par.pasta / "web-rele.log",
+        DATABASE_URL=par.primario.url(),
+        RELATORIOS_REPLICA_URL=rele.url(),
+        RELATORIOS_METRICAS_TOKEN=TOKEN_DAS_METRICAS,
+    )
+    trabalhador = cluster(par, rele.url())
+    duracoes: list[float] = []
+
+    def raspar_medindo(quer: float) -> dict[tuple[str, tuple], float] | None:
+        inicio = time.monotonic()
+        metricas = raspar(f"{url}/metrics", token=TOKEN_DAS_METRICAS)
+        duracoes.append(time.monotonic() - inicio)
+        return metricas if metricas.get(DISPONIVEL) == quer else None
+
+    try:
+        helpers.esperar(lambda: raspar_medindo(1), timeout=30, descricao="réplica ok")
+        rele.silenciar()
+        silenciada = time.monotonic()
+        metricas = helpers.esperar(
+            lambda: raspar_medindo(0), timeout=30, descricao="réplica muda"
+        )
+        notada_s = time.monotonic() - silenciada
+    finally:
+        trabalhador.parar()
+        web.parar()
+        rele.fechar()
+    print(
+        f"/metrics com a réplica muda: {len(duracoes)} raspagens, a mais lenta"
+        f" {max(duracoes) * 1000:.0f} ms; réplica dada como fora {notada_s:.1f} s"
+        " após silenciar"
+    )
+    # Every scrape answered at once: none waited on the replica.
+    assert max(duracoes) < FOLGA_S
+    # The cluster's look at the silent replica ended by its deadline, and the
+    # scrape says how old that look is.
+    assert notada_s <= 1 + LIMITE_S + FOLGA_S
+    assert metricas[OBSERVADA] <= 1 + FOLGA_S
+    assert ("relatorios_replica_atraso_bytes", ()) not in metricas
+
+
 def test_replica_de_outro_servidor_e_recusada(par: Par) -> None:
     # A hot standby of another cluster: in recovery, another system identifier.
     outro = Instancia(par.pasta, "outro").criar_primario()
@@ -543,11 +614,14 @@ def test_replica_promovida_e_recusada(par: Par) -> None:
         job_id = submeter(par, "vendas", params)
         resultado = pronto(par, job_id)
         [linha] = escolhas(trabalhador, job_id)
-        metricas = metricas_da_web(par)
+        metricas_quando(
+            par,
+            lambda m: m.get(DISPONIVEL) == 0,
+            "a web dizer que a réplica é recusada",
+        )
     finally:
         trabalhador.parar()
     assert linha["motivo"] == "nao_e_replica"
     assert linha["nivel"] == "ERROR"
     assert "FROM erp_vendas v" not in par.replica.texto_do_log(desde)
     assert resultado == no_primario(par, "vendas", params)
-    assert metricas[("relatorios_replica_disponivel", ())] == 0
