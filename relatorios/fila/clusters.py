@@ -8,16 +8,19 @@ back the queue messages it held.
 
 Why messages need handing back. A cluster takes messages before it runs them:
 its pusher holds one while the task queue is full, and the task queue holds up
-to queue_limit more. Taking a message hides it for Q_CLUSTER retry (~12 min).
-A job that was running when its cluster died is recovered by the orphan sweep
-(its heartbeat stops), but a job whose message was only prefetched has no
-heartbeat: before this module it waited for the lost-message sweep
-(RELATORIOS_REENFILEIRAR_APOS_S, 120 s) and then the broker's redelivery
-(~12 min) ran the stale copy for nothing.
+to queue_limit more. A taken message stays hidden until the first of: its
+acknowledgement; Q_CLUSTER retry (~12 min) passing, after which the broker
+delivers it again to any cluster, as django-q2's contract says, whether its
+holder lives or not (fila/broker.py); its holder declared dead or stopped,
+when it is handed back at once (here). A job that was running when its
+cluster died is recovered by the orphan sweep (its heartbeat stops), but a job
+whose message was only prefetched has no heartbeat: without this module it
+waits for the lost-message sweep (RELATORIOS_REENFILEIRAR_APOS_S, 120 s), and
+the redelivery after retry later runs the stale copy for nothing.
 
 The choice. The broker names the holder in the message itself (`key` becomes
-`<queue>@<cluster id>` in the same UPDATE that takes it, relatorios/fila.py):
-no extra round trip per message and no second table to keep in step with
+`<queue>@<cluster id>` in the same UPDATE that takes it, fila/broker.py): no
+extra round trip per message and no second table to keep in step with
 django-q2's. Re-enqueueing "pending jobs taken and not started before the dead
 cluster's last beat" was the alternative; it needs the job to say which cluster
 took its message, i.e. a write per dequeue, and still leaves the stale message
