@@ -179,9 +179,27 @@ if RELATORIOS_REPLICA_URL:
         conn_health_checks=True,
     )
     DATABASES["replica"]["ENGINE"] = "relatorios.banco"
-    # An unreachable replica costs a job at most this long before it reads on
-    # the primary (a URL's own ?connect_timeout= wins).
-    DATABASES["replica"].setdefault("OPTIONS", {}).setdefault("connect_timeout", 5)
+    # libpq's options for the replica's connections (a URL's own ?name= wins).
+    # connect_timeout: the longest a new connection may take; the freshness
+    # probe lowers it to what is left of its own deadline
+    # (RELATORIOS_REPLICA_ESPERA_S, relatorios/banco/replica.py), and that
+    # deadline, not these, bounds a replica that accepts and then says nothing.
+    # Keepalives and tcp_user_timeout notice a replica host that vanished
+    # (powered off, cut off the network) under a report that was already
+    # reading there: probes from 5 s of silence, every 2 s, and unacknowledged
+    # data given up after 10 s, instead of the kernel's 2 h of idle and 15 min
+    # of retransmissions. The report's attempt then fails as transient and is
+    # retried, on the primary while the replica stays away.
+    _opcoes_da_replica = DATABASES["replica"].setdefault("OPTIONS", {})
+    for _opcao, _valor in (
+        ("connect_timeout", 5),
+        ("keepalives", 1),
+        ("keepalives_idle", 5),
+        ("keepalives_interval", 2),
+        ("keepalives_count", 3),
+        ("tcp_user_timeout", 10_000),
+    ):
+        _opcoes_da_replica.setdefault(_opcao, _valor)
     # Django's test runner must not create a test database on a read-only
     # standby: under tests the alias is the primary's test database.
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}

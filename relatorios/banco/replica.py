@@ -20,15 +20,31 @@ its own and drifts away), with the primary's system identifier (a standby
 of another cluster, or a restored copy, has another). A replica that fails
 either test is refused, and the report reads on the primary: a replica
 never makes a report fail.
+
+One deadline bounds the whole probe, connecting included: a replica that
+accepts connections and then answers nothing costs an attempt at most
+RELATORIOS_REPLICA_ESPERA_S (see `_Prazo` for how, and why nothing else
+would). /metrics never probes: a cluster looks every
+RELATORIOS_CLUSTER_BATIMENTO_S (`estado`, under the same deadline) and the
+scrape reports what it saw last, with its age (fila/clusters.py).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import socket
+import threading
 import time
 from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import DatabaseError, connections
+
+from relatorios.banco.base import DatabaseWrapper
 
 ALIAS = "replica"
 PRIMARIO = "default"
@@ -43,6 +59,8 @@ OUTRO_SERVIDOR = "outro_servidor"
 
 # How often a lagging replica is asked again while the attempt waits.
 _INTERVALO_S = 0.05
+# psycopg never waits less for a connection (libpq's floor for connect_timeout).
+_CONEXAO_MINIMA_S = 2
 
 _SQL_PRIMARIO = (
     "SELECT pg_current_wal_lsn()::text,"
@@ -110,20 +128,119 @@ def _ler_replica(identificador: int) -> _Leitura:
     return _Leitura(recusa, lsn(reproduzido) or 0, max(0.0, float(idade or 0)))
 
 
+class _Prazo:
+    """The probe's deadline, which nothing it does on the replica outlives.
+
+    What else could bound a read from a replica that accepted the connection
+    and went silent: not statement_timeout (the server enforces it, and the
+    server is the one not answering); not keepalives nor tcp_user_timeout
+    while the replica's host still acknowledges the packets (a stopped or
+    wedged server process, a proxy in front of it); not psycopg, whose
+    connect_timeout covers connecting only and which has no public read
+    timeout. So, at the deadline, the sockets of the replica connections the
+    probe uses are shut down (`shutdown(2)` on a duplicate of the descriptor
+    psycopg's public `fileno()` gives): the read blocked on one returns at
+    once, with a connection error. A connection opened during the probe gives
+    up connecting by the deadline (`timeout_de_conexao`, rounded down to
+    whole seconds and at least psycopg's 2 s) and is watched from the moment
+    it exists (`vigiar`, through `banco.base`).
+
+    The duplicates, not the descriptors themselves: psycopg may close its
+    descriptor (and the number be reused) while the timer fires; a duplicate
+    keeps naming the same socket until `__exit__` closes it.
+    """
+
+    def __init__(self, ate: float) -> None:
+        self.ate = ate
+        self.cortou = False
+        self._trava = threading.Lock()
+        self._soquetes: list[socket.socket] = []
+        self._relogio = threading.Timer(max(0.0, ate - time.monotonic()), self._cortar)
+        self._relogio.daemon = True
+        banco = connections[ALIAS]
+        self._banco = banco if isinstance(banco, DatabaseWrapper) else None
+
+    def restante_s(self) -> float:
+        return self.ate - time.monotonic()
+
+    def timeout_de_conexao(self, configurado: object) -> int:
+        teto = int(self.restante_s())
+        # The alias's own (a URL's ?connect_timeout=) when shorter; 0 is none.
+        proprio = 0 if configurado is None else int(float(str(configurado)))
+        if proprio > 0:
+            teto = min(teto, proprio)
+        return max(_CONEXAO_MINIMA_S, teto)
+
+    def vigiar(self, conexao: psycopg.Connection[Any]) -> None:
+        with self._trava:
+            try:
+                soquete = socket.socket(fileno=os.dup(conexao.fileno()))
+            except (psycopg.Error, OSError):
+                return  # closed already: nothing left to wait on
+            self._soquetes.append(soquete)
+            if self.cortou:
+                _desligar(soquete)
+
+    def __enter__(self) -> _Prazo:
+        if self._banco is not None:
+            self._banco.prazo = self
+            if self._banco.connection is not None:
+                self.vigiar(self._banco.connection)
+        self._relogio.start()
+        return self
+
+    def __exit__(
+        self,
+        tipo: type[BaseException] | None,
+        erro: BaseException | None,
+        rastro: TracebackType | None,
+    ) -> None:
+        self._relogio.cancel()
+        with self._trava:
+            if self._banco is not None:
+                self._banco.prazo = None
+            for soquete in self._soquetes:
+                soquete.close()
+            self._soquetes.clear()
+        if self.cortou:
+            fechar()  # whatever answered last, the connection was cut under it
+
+    def _cortar(self) -> None:
+        with self._trava:
+            self.cortou = True
+            for soquete in self._soquetes:
+                _desligar(soquete)
+
+
+def _desligar(soquete: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        soquete.shutdown(socket.SHUT_RDWR)
+
+
 def escolher() -> Escolha:
     """Where the report of the attempt starting now reads (see the module's doc)."""
     if not configurada():
         return Escolha(PRIMARIO, "sem_replica")
     alvo, identificador = _primario()
     inicio = time.monotonic()
-    prazo = inicio + settings.RELATORIOS_REPLICA_ESPERA_S
+    with _Prazo(inicio + settings.RELATORIOS_REPLICA_ESPERA_S) as prazo:
+        escolha = _esperar(alvo, identificador, prazo)
+    if prazo.cortou and escolha.na_replica:
+        # Caught up just as the deadline cut the connection: read on the primary.
+        return Escolha(PRIMARIO, INDISPONIVEL, time.monotonic() - inicio)
+    return escolha
+
+
+def _esperar(alvo: int, identificador: int, prazo: _Prazo) -> Escolha:
+    inicio = time.monotonic()
     novas = 1  # a kept connection the replica dropped (a restart) gets one new try
     while True:
         try:
             leitura = _ler_replica(identificador)
         except DatabaseError:
             fechar()
-            if novas:
+            # ... if a new connection can still be tried before the deadline.
+            if novas and prazo.restante_s() >= _CONEXAO_MINIMA_S:
                 novas -= 1
                 continue
             return Escolha(PRIMARIO, INDISPONIVEL, time.monotonic() - inicio)
@@ -132,7 +249,9 @@ def escolher() -> Escolha:
         espera = time.monotonic() - inicio
         if leitura.reproduzido >= alvo:
             return Escolha(ALIAS, EM_DIA, espera)
-        if time.monotonic() >= prazo:
+        # Asked again only if the answer can come well before the deadline
+        # cuts the connection: a lagging replica is not an unavailable one.
+        if prazo.restante_s() < 2 * _INTERVALO_S:
             return Escolha(PRIMARIO, ATRASADA, espera)
         time.sleep(_INTERVALO_S)
 
@@ -157,7 +276,8 @@ class Estado:
 
 
 def estado() -> Estado | None:
-    """The replica's health and lag, for the gauges; None when not configured.
+    """The replica's health and lag, as a cluster records them for the gauges
+    (one look, under the probe's deadline); None when not configured.
 
     The lag in seconds is how old the last replayed transaction is, 0 when
     nothing is left to replay (an idle primary writes nothing, and the age of
@@ -166,10 +286,13 @@ def estado() -> Estado | None:
     if not configurada():
         return None
     alvo, identificador = _primario()
-    try:
-        leitura = _ler_replica(identificador)
-    except DatabaseError:
-        fechar()
+    leitura: _Leitura | None = None
+    with _Prazo(time.monotonic() + settings.RELATORIOS_REPLICA_ESPERA_S) as prazo:
+        try:
+            leitura = _ler_replica(identificador)
+        except DatabaseError:
+            fechar()
+    if leitura is None or prazo.cortou:
         return Estado(INDISPONIVEL, 0.0, 0.0)
     if leitura.recusa:
         return Estado(leitura.recusa, 0.0, 0.0)

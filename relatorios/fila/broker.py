@@ -12,13 +12,23 @@ in the database and survives any restart.
 
 Who holds a message. The guarded update that takes a message also renames its
 `key` to `<queue>@<cluster id>` (relatorio_clusters.id): in the same statement,
-so the hot path costs no extra round trip. A taken message was invisible only
-until its `lock` (now + Q_CLUSTER retry, ~12 min); now it also names its holder,
-and when that cluster is declared dead (`clusters.declarar_mortos`) the
-messages it held, prefetched but never started, are handed back at once
-instead of after the lost-message sweep or the broker's retry. The ack deletes
-by id, as before. A process that is no cluster of ours (no id set) takes
-messages without renaming them, exactly as django-q2 does.
+so the hot path costs no extra round trip. A taken message is invisible until
+its `lock` (now + Q_CLUSTER retry, ~12 min), as with django-q2; it also names
+its holder, and when that cluster is declared dead or stops
+(`clusters.declarar_mortos`, `clusters.encerrar`) the messages it held,
+prefetched but never started, are handed back at once instead of after the
+lost-message sweep or the retry. The ack deletes by id, as before. A process
+that is no cluster of ours (no id set) takes messages without renaming them,
+exactly as django-q2 does.
+
+django-q2's broker contract holds for a renamed message too (its own
+test_brokers.py runs against both brokers here, with a cluster id set:
+tests/fila/test_broker.py): the queue is the messages named after it, waiting
+or held (`da_fila`). So a held message not acknowledged within `retry` is
+delivered again, to any cluster, even while its holder lives (django-q2's
+answer to a message lost inside a live cluster; the job's guarded claim makes
+a second delivery of a running or finished job a no-op); `lock_size` counts
+it; `purge_queue` deletes it.
 """
 
 from __future__ import annotations
@@ -28,9 +38,11 @@ from datetime import datetime
 from time import sleep
 from typing import Any
 
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from django_q.brokers.orm import ORM
 from django_q.conf import Conf
+from django_q.models import OrmQ
 
 # The id of this process's cluster, shared with the processes django-q2 forks
 # (pusher included) after `definir_cluster`: shared memory, so a cluster that
@@ -55,10 +67,27 @@ def chave_do_cluster(*, fila: str, cluster_id: int) -> str:
 class BrokerOrdenado(ORM):
     """ORM broker that dequeues in FIFO order (Q_CLUSTER['broker_class'])."""
 
+    def da_fila(self) -> QuerySet[OrmQ]:
+        """This queue's messages: waiting or delayed (`key` is the queue's
+        name) and held by a cluster (`<queue>@<cluster id>`)."""
+        return self.get_connection().filter(
+            Q(key=self.list_key) | Q(key__startswith=f"{self.list_key}@")
+        )
+
+    def queue_size(self) -> int:
+        return self.da_fila().filter(lock__lte=timezone.now()).count()
+
+    def lock_size(self) -> int:
+        return self.da_fila().filter(lock__gt=timezone.now()).count()
+
+    def purge_queue(self) -> Any:
+        return self.da_fila().delete()
+
     def dequeue(self) -> list[tuple[Any, Any]] | None:
+        # A held message whose lock passed is due again (its `retry`).
         prontas = (
-            self.get_connection()
-            .filter(key=self.list_key, lock__lt=timezone.now())
+            self.da_fila()
+            .filter(lock__lt=timezone.now())
             .order_by("lock", "id")[0 : Conf.BULK]
         )
         tomada: dict[str, Any] = {}
@@ -82,14 +111,17 @@ class BrokerOrdenado(ORM):
 
 
 class BrokerComAtraso(BrokerOrdenado):
-    """Writes its message invisible until `quando` (used per call, not configured)."""
+    """Writes its message invisible until `quando` (used per call, not
+    configured; django-q2's constructor, so its broker tests can build it)."""
 
-    def __init__(self, quando: datetime) -> None:
-        super().__init__(list_key=Conf.CLUSTER_NAME)
+    def __init__(
+        self, list_key: str | None = None, *, quando: datetime | None = None
+    ) -> None:
+        super().__init__(list_key=list_key or Conf.CLUSTER_NAME)
         self.quando = quando
 
     def enqueue(self, task: Any) -> int:
         mensagem = self.get_connection().create(
-            key=self.list_key, payload=task, lock=self.quando
+            key=self.list_key, payload=task, lock=self.quando or timezone.now()
         )
         return int(mensagem.pk)

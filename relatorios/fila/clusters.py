@@ -8,16 +8,19 @@ back the queue messages it held.
 
 Why messages need handing back. A cluster takes messages before it runs them:
 its pusher holds one while the task queue is full, and the task queue holds up
-to queue_limit more. Taking a message hides it for Q_CLUSTER retry (~12 min).
-A job that was running when its cluster died is recovered by the orphan sweep
-(its heartbeat stops), but a job whose message was only prefetched has no
-heartbeat: before this module it waited for the lost-message sweep
-(RELATORIOS_REENFILEIRAR_APOS_S, 120 s) and then the broker's redelivery
-(~12 min) ran the stale copy for nothing.
+to queue_limit more. A taken message stays hidden until the first of: its
+acknowledgement; Q_CLUSTER retry (~12 min) passing, after which the broker
+delivers it again to any cluster, as django-q2's contract says, whether its
+holder lives or not (fila/broker.py); its holder declared dead or stopped,
+when it is handed back at once (here). A job that was running when its
+cluster died is recovered by the orphan sweep (its heartbeat stops), but a job
+whose message was only prefetched has no heartbeat: without this module it
+waits for the lost-message sweep (RELATORIOS_REENFILEIRAR_APOS_S, 120 s), and
+the redelivery after retry later runs the stale copy for nothing.
 
 The choice. The broker names the holder in the message itself (`key` becomes
-`<queue>@<cluster id>` in the same UPDATE that takes it, relatorios/fila.py):
-no extra round trip per message and no second table to keep in step with
+`<queue>@<cluster id>` in the same UPDATE that takes it, fila/broker.py): no
+extra round trip per message and no second table to keep in step with
 django-q2's. Re-enqueueing "pending jobs taken and not started before the dead
 cluster's last beat" was the alternative; it needs the job to say which cluster
 took its message, i.e. a write per dequeue, and still leaves the stale message
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import tomllib
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import cache
 from pathlib import Path
@@ -46,6 +50,7 @@ from django.db.models.functions import Least, Now
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
+from relatorios.banco import replica
 from relatorios.fila import mensagens
 from relatorios.fila.broker import chave_do_cluster
 from relatorios.models import Cluster, RelatorioJob, Status
@@ -146,6 +151,49 @@ def declarar_mortos() -> int:
             )
         _devolver_mensagens()
     return len(mortos)
+
+
+def anotar_replica(*, cluster_id: int, estado: replica.Estado) -> None:
+    """Record how this cluster just saw the read replica (`replica.estado`)."""
+    Cluster.objects.filter(pk=cluster_id).update(
+        replica_vista_em=Now(),
+        replica_motivo=estado.motivo,
+        replica_atraso_bytes=int(estado.atraso_bytes),
+        replica_atraso_s=estado.atraso_s,
+    )
+
+
+@dataclass(frozen=True)
+class ReplicaVista:
+    """The newest look any cluster took at the replica, and its age."""
+
+    estado: replica.Estado
+    idade_s: float
+
+
+def replica_vista() -> ReplicaVista | None:
+    """What /metrics reports of the replica: the newest look of any cluster
+    (None if none ever looked). Never a connection to the replica: a scrape
+    must answer even when the replica does not."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT replica_motivo, replica_atraso_bytes, replica_atraso_s,
+                   extract(epoch FROM now() - replica_vista_em)
+              FROM relatorio_clusters
+             WHERE replica_vista_em IS NOT NULL
+             ORDER BY replica_vista_em DESC
+             LIMIT 1
+            """
+        )
+        linha = cursor.fetchone()
+    if linha is None:
+        return None
+    motivo, atraso_bytes, atraso_s, idade = linha
+    return ReplicaVista(
+        estado=replica.Estado(motivo, float(atraso_bytes), float(atraso_s)),
+        idade_s=_segundos(idade) or 0.0,
+    )
 
 
 def saude() -> Saude:

@@ -47,7 +47,7 @@ def enfileirar(
     """
     opcoes: dict[str, Any] = {"timeout": timeout}
     if quando is not None:
-        opcoes["broker"] = BrokerComAtraso(quando)
+        opcoes["broker"] = BrokerComAtraso(quando=quando)
     async_task(tarefa, objeto_id, task_name=nome, q_options=opcoes)
 
 

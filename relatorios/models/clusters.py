@@ -25,6 +25,14 @@ class Cluster(models.Model):
     # Stopped gracefully, or declared dead by a peer (messages handed back).
     encerrado_em = models.DateTimeField(null=True, blank=True)
     morto_em = models.DateTimeField(null=True, blank=True)
+    # The read replica as this cluster last saw it (banco.replica.estado), for
+    # /metrics, which never asks the replica itself; NULL: never looked.
+    # Defaults in the database: a cluster of the previous version, still
+    # running during a deploy, registers without naming them.
+    replica_vista_em = models.DateTimeField(null=True, blank=True)
+    replica_motivo = models.TextField(blank=True, db_default="")
+    replica_atraso_bytes = models.BigIntegerField(db_default=0)
+    replica_atraso_s = models.FloatField(db_default=0.0)
 
     class Meta:
         db_table = "relatorio_clusters"

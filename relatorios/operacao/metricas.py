@@ -10,10 +10,12 @@ Two kinds, for two reasons:
   them, so a worker that was recycled still counts.
 - State is read from the database at scrape time (`EstadoDoBanco`): jobs
   pending and running, the oldest pending, stuck jobs, open alerts, cluster
-  liveness. The database is the truth shared by every host; a gauge kept in
-  one process would only know that process's part. One statement per group,
-  each bounded by a partial index, so a scrape stays cheap with millions of
-  finished jobs.
+  liveness, the read replica as a cluster last saw it. The database is the
+  truth shared by every host; a gauge kept in one process would only know
+  that process's part. One statement per group, each bounded by a partial
+  index, so a scrape stays cheap with millions of finished jobs. A scrape
+  reads only the primary: nothing it waits on can go silent without the
+  whole service being down.
 
 Labels are bounded: `tipo` is one of the registered report types (anything
 else is "outro"), the others are fixed enumerations. No tenant, job or
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -44,6 +46,9 @@ from prometheus_client.registry import Collector
 
 from relatorios import tipos
 from relatorios.banco import replica
+
+if TYPE_CHECKING:
+    from relatorios.fila.clusters import ReplicaVista
 
 logger = logging.getLogger(__name__)
 
@@ -403,18 +408,27 @@ class EstadoDoBanco(Collector):
             "Clusters that beat within RELATORIOS_ORFAO_APOS_S.",
             saude["clusters_vivos"],
         )
-        yield from _replica()
+        if replica.configurada():
+            yield from _replica(clusters.replica_vista())
 
 
-def _replica() -> Iterator[Metric]:
-    """The replica's gauges, when one is configured (RELATORIOS_REPLICA_URL)."""
-    estado = replica.estado()
-    if estado is None:
+def _replica(vista: ReplicaVista | None) -> Iterator[Metric]:
+    """The replica's gauges, when one is configured (RELATORIOS_REPLICA_URL):
+    as a cluster last saw it (`clusters.replica_vista`), never asked here."""
+    yield _gauge(
+        "relatorios_replica_observada_idade_segundos",
+        "Seconds since a cluster last looked at the replica, which the other "
+        "relatorios_replica_* gauges report (+Inf: no cluster ever looked).",
+        None if vista is None else vista.idade_s,
+    )
+    if vista is None:
         return
+    estado = vista.estado
     yield _gauge(
         "relatorios_replica_disponivel",
-        "1 if the replica answers, is in recovery and is this primary's "
-        "standby (same system identifier); 0 if reports cannot read there.",
+        "1 if the replica answered a cluster, is in recovery and is this "
+        "primary's standby (same system identifier); 0 if reports cannot read "
+        "there.",
         1 if estado.disponivel else 0,
     )
     if not estado.disponivel:

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -24,11 +25,18 @@ import pytest
 
 from tests import helpers, processos
 from tests.banco.instancias import Instancia, pasta_temporaria
+from tests.banco.rele import Rele
 from tests.operacao.test_metricas import raspar
 from tests.operacao.test_painel import SO_COM_REPLICA
 
 TOKEN_DAS_METRICAS = "token-de-metricas-da-replica-7c1e"
 FUSO = "America/Sao_Paulo"
+# RELATORIOS_REPLICA_ESPERA_S's default: what a silent replica may cost.
+LIMITE_S = 5.0
+# Scheduling of processes on a shared 2-core machine.
+FOLGA_S = 1.5
+DISPONIVEL = ("relatorios_replica_disponivel", ())
+OBSERVADA = ("relatorios_replica_observada_idade_segundos", ())
 
 
 @dataclass
@@ -147,6 +155,8 @@ def cluster(par: Par, replica_url: str, **extras: str) -> processos.Processo:
             LOG_FORMAT="json",
             RELATORIOS_BACKOFF_S="0.2",
             RELATORIOS_BACKOFF_MAX_S="1",
+            # How often it looks at the replica for /metrics, too.
+            RELATORIOS_CLUSTER_BATIMENTO_S="1",
             **extras,
         ),
         log,
@@ -252,6 +262,18 @@ def metricas_da_web(par: Par) -> dict[tuple[str, tuple], float]:
     return raspar(f"{par.web}/metrics", token=TOKEN_DAS_METRICAS)
 
 
+def metricas_quando(
+    par: Par, condicao: Callable[[dict[tuple[str, tuple], float]], bool], descricao: str
+) -> dict[tuple[str, tuple], float]:
+    """The web's scrape once it shows what a cluster saw (it looks every second)."""
+
+    def mostra() -> dict[tuple[str, tuple], float] | None:
+        metricas = metricas_da_web(par)
+        return metricas if condicao(metricas) else None
+
+    return helpers.esperar(mostra, timeout=30, descricao=descricao)
+
+
 def test_relatorio_e_lido_na_replica_com_o_mesmo_resultado(par: Par) -> None:
     em_dia(par)
     trabalhador = cluster(par, par.replica.url())
@@ -275,9 +297,11 @@ def test_relatorio_e_lido_na_replica_com_o_mesmo_resultado(par: Par) -> None:
     # Identical to the primary's answer, line by line.
     assert resultado == no_primario(par, "vendas", params)
     assert len(resultado["linhas"]) == 90 * 3
-    metricas = metricas_da_web(par)
-    assert metricas[("relatorios_replica_disponivel", ())] == 1
+    metricas = metricas_quando(
+        par, lambda m: m.get(DISPONIVEL) == 1, "a web dizer que a réplica serve"
+    )
     assert {nome for nome, _ in metricas} >= SO_COM_REPLICA
+    assert metricas[OBSERVADA] < 30
 
 
 def test_replica_atrasada_espera_ate_ter_os_dados_pedidos(par: Par) -> None:
@@ -313,14 +337,19 @@ def test_replica_atrasada_alem_do_limite_le_no_primario(par: Par) -> None:
         job_id = submeter(par, "vendas", params)
         resultado = pronto(par, job_id)
         [linha] = escolhas(trabalhador, job_id)
-        atraso = metricas_da_web(par)[("relatorios_replica_atraso_bytes", ())]
+        metricas = metricas_quando(
+            par,
+            lambda m: m.get(("relatorios_replica_atraso_bytes", ())) != 0,
+            "a web dizer que a réplica está atrasada",
+        )
     finally:
         trabalhador.parar()
         par.replica.ajustar(recovery_min_apply_delay="0")
     assert linha["motivo"] == "atrasada"
     assert linha["nivel"] == "WARNING"
     assert Decimal(resultado["totais"]["receita"]) == antes + Decimal("555555.55")
-    assert atraso > 0
+    assert metricas[("relatorios_replica_atraso_bytes", ())] > 0
+    assert metricas[DISPONIVEL] == 1  # behind, but usable
     em_dia(par)
 
 
@@ -341,7 +370,9 @@ def test_replica_fora_do_ar_no_inicio_le_no_primario(par: Par) -> None:
         do_cluster = raspar(
             f"http://127.0.0.1:{porta}/metrics", token=TOKEN_DAS_METRICAS
         )
-        da_web = metricas_da_web(par)
+        da_web = metricas_quando(
+            par, lambda m: m.get(DISPONIVEL) == 0, "a web dizer que a réplica caiu"
+        )
     finally:
         trabalhador.parar()
         par.replica.iniciar()
@@ -352,7 +383,7 @@ def test_replica_fora_do_ar_no_inicio_le_no_primario(par: Par) -> None:
         (("motivo", "indisponivel"), ("onde", "primario")),
     )
     assert do_cluster[chave] == 1
-    assert da_web[("relatorios_replica_disponivel", ())] == 0
+    assert ("relatorios_replica_atraso_bytes", ()) not in da_web
     em_dia(par)
 
 
@@ -397,6 +428,157 @@ def test_replica_morta_no_meio_do_job_retoma_do_checkpoint(par: Par) -> None:
     em_dia(par)
 
 
+def lido_no_primario_no_limite(
+    par: Par,
+    job_id: int,
+    params: dict[str, Any],
+    linha: dict[str, Any],
+    resultado: dict[str, Any],
+) -> None:
+    """The attempt gave up on the replica within the bound and read on the
+    primary, in its first attempt, the primary's answer."""
+    assert linha["motivo"] == "indisponivel"
+    assert linha["espera_ms"] <= (LIMITE_S + FOLGA_S) * 1000
+    [(tentativas,)] = par.primario.sql(
+        "SELECT tentativas FROM relatorio_jobs WHERE id = %s", [job_id]
+    )
+    assert tentativas == 1
+    assert resultado == no_primario(par, "vendas", params)
+
+
+def test_conexao_com_a_replica_nota_um_host_que_sumiu(par: Par) -> None:
+    # The socket options libpq set on a real connection to the replica.
+    codigo = (
+        "import os, socket, django; django.setup()\n"
+        "from django.db import connections\n"
+        "banco = connections['replica']\n"
+        "banco.ensure_connection()\n"
+        "s = socket.socket(fileno=os.dup(banco.connection.fileno()))\n"
+        "T = socket.IPPROTO_TCP\n"
+        "print(s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE), *(\n"
+        "    s.getsockopt(T, getattr(socket, nome)) for nome in (\n"
+        "    'TCP_KEEPIDLE', 'TCP_KEEPINTVL', 'TCP_KEEPCNT', 'TCP_USER_TIMEOUT')))\n"
+    )
+    saida = subprocess.run(
+        [sys.executable, "-c", codigo],
+        cwd=processos.RAIZ,
+        env=processos.ambiente(
+            DATABASE_URL=par.primario.url(), RELATORIOS_REPLICA_URL=par.replica.url()
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert saida.returncode == 0, saida.stderr[-3000:]
+    ligado, ocioso_s, intervalo_s, sondas, sem_resposta_ms = map(
+        int, saida.stdout.split()[-5:]
+    )
+    # Probes after 5 s of silence, every 2 s; unacknowledged data given up
+    # after 10 s (the kernel's defaults: 2 h of silence, 15 min of retries).
+    assert (ligado, ocioso_s, intervalo_s, sondas, sem_resposta_ms) == (
+        1,
+        5,
+        2,
+        3,
+        10_000,
+    )
+
+
+def test_replica_que_silencia_com_a_conexao_aberta_custa_no_maximo_o_limite(
+    par: Par,
+) -> None:
+    rele = Rele(par.replica.porta)
+    # One worker: the second attempt finds the connection the first one kept.
+    trabalhador = cluster(par, rele.url(), RELATORIOS_WORKERS="1")
+    try:
+        primeiro = submeter(
+            par,
+            "vendas",
+            {"inicio": "2026-01-01", "fim": "2026-01-31", "agrupar": "mes"},
+        )
+        pronto(par, primeiro)
+        rele.silenciar()
+        # Periods no other test asks for: each is a new job, not a dedup hit.
+        params = {"inicio": "2026-02-01", "fim": "2026-02-27", "agrupar": "mes"}
+        segundo = submeter(par, "vendas", params)
+        resultado = pronto(par, segundo, timeout=LIMITE_S + 25)
+        [antes] = escolhas(trabalhador, primeiro)
+        [linha] = escolhas(trabalhador, segundo)
+    finally:
+        trabalhador.parar()
+        rele.fechar()
+    print(f"réplica muda com a conexão aberta: a sonda levou {linha['espera_ms']} ms")
+    assert antes["motivo"] == "em_dia"
+    # The probe's read got no answer: cut at the deadline, then the primary.
+    assert linha["espera_ms"] >= LIMITE_S * 1000 - 100
+    lido_no_primario_no_limite(par, segundo, params, linha, resultado)
+
+
+def test_replica_que_aceita_a_conexao_e_nao_responde_custa_no_maximo_o_limite(
+    par: Par,
+) -> None:
+    rele = Rele(par.replica.porta)
+    rele.silenciar()
+    trabalhador = cluster(par, rele.url())
+    try:
+        params = {"inicio": "2026-03-01", "fim": "2026-03-30", "agrupar": "mes"}
+        job_id = submeter(par, "vendas", params)
+        resultado = pronto(par, job_id, timeout=LIMITE_S + 25)
+        [linha] = escolhas(trabalhador, job_id)
+    finally:
+        trabalhador.parar()
+        rele.fechar()
+    print(f"réplica que aceita e não responde: a sonda levou {linha['espera_ms']} ms")
+    # Connecting never finished (the relay took the connection and said
+    # nothing): given up by the deadline, not retried past it.
+    lido_no_primario_no_limite(par, job_id, params, linha, resultado)
+
+
+def test_metrics_responde_logo_com_a_replica_muda_e_diz_o_que_o_cluster_viu(
+    par: Par,
+) -> None:
+    rele = Rele(par.replica.porta)
+    web, url = processos.iniciar_web(
+        par.pasta / "web-rele.log",
+        DATABASE_URL=par.primario.url(),
+        RELATORIOS_REPLICA_URL=rele.url(),
+        RELATORIOS_METRICAS_TOKEN=TOKEN_DAS_METRICAS,
+    )
+    trabalhador = cluster(par, rele.url())
+    duracoes: list[float] = []
+
+    def raspar_medindo(quer: float) -> dict[tuple[str, tuple], float] | None:
+        inicio = time.monotonic()
+        metricas = raspar(f"{url}/metrics", token=TOKEN_DAS_METRICAS)
+        duracoes.append(time.monotonic() - inicio)
+        return metricas if metricas.get(DISPONIVEL) == quer else None
+
+    try:
+        helpers.esperar(lambda: raspar_medindo(1), timeout=30, descricao="réplica ok")
+        rele.silenciar()
+        silenciada = time.monotonic()
+        metricas = helpers.esperar(
+            lambda: raspar_medindo(0), timeout=30, descricao="réplica muda"
+        )
+        notada_s = time.monotonic() - silenciada
+    finally:
+        trabalhador.parar()
+        web.parar()
+        rele.fechar()
+    print(
+        f"/metrics com a réplica muda: {len(duracoes)} raspagens, a mais lenta"
+        f" {max(duracoes) * 1000:.0f} ms; réplica dada como fora {notada_s:.1f} s"
+        " após silenciar"
+    )
+    # Every scrape answered at once: none waited on the replica.
+    assert max(duracoes) < FOLGA_S
+    # The cluster's look at the silent replica ended by its deadline, and the
+    # scrape says how old that look is.
+    assert notada_s <= 1 + LIMITE_S + FOLGA_S
+    assert metricas[OBSERVADA] <= 1 + FOLGA_S
+    assert ("relatorios_replica_atraso_bytes", ()) not in metricas
+
+
 def test_replica_de_outro_servidor_e_recusada(par: Par) -> None:
     # A hot standby of another cluster: in recovery, another system identifier.
     outro = Instancia(par.pasta, "outro").criar_primario()
@@ -432,11 +614,14 @@ def test_replica_promovida_e_recusada(par: Par) -> None:
         job_id = submeter(par, "vendas", params)
         resultado = pronto(par, job_id)
         [linha] = escolhas(trabalhador, job_id)
-        metricas = metricas_da_web(par)
+        metricas_quando(
+            par,
+            lambda m: m.get(DISPONIVEL) == 0,
+            "a web dizer que a réplica é recusada",
+        )
     finally:
         trabalhador.parar()
     assert linha["motivo"] == "nao_e_replica"
     assert linha["nivel"] == "ERROR"
     assert "FROM erp_vendas v" not in par.replica.texto_do_log(desde)
     assert resultado == no_primario(par, "vendas", params)
-    assert metricas[("relatorios_replica_disponivel", ())] == 0

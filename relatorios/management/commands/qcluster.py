@@ -21,7 +21,9 @@ so no deployment can run a cluster without them:
 - liveness (`relatorios.clusters`): the cluster registers a row before it
   forks, beats in it from a thread every RELATORIOS_CLUSTER_BATIMENTO_S,
   declares dead the clusters that stopped beating (handing back the queue
-  messages they held) and marks its row encerrado after a graceful stop.
+  messages they held) and marks its row encerrado after a graceful stop;
+- with a read replica, another thread looks at it as often and writes what
+  it saw in the same row, for /metrics (`relatorios.banco.replica`).
 
 The periodic work is a list of `Rotina`s (`Supervisor.rotinas`): adding one is
 one line there; each runs on its own interval and a failure of one is logged
@@ -48,6 +50,7 @@ from django.conf import settings
 from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
 from relatorios.agendamentos import alertas, disparo
+from relatorios.banco import replica
 from relatorios.fila import broker, clusters
 from relatorios.jobs import retencao, varredura
 from relatorios.notificacoes import saida
@@ -91,6 +94,8 @@ class Command(QclusterDoDjangoQ):
             return  # stopped while starting: the sentinel is gone already
         # Only now: a thread's open connection must not be inherited by a fork.
         supervisor.batimento.start()
+        if supervisor.observador is not None:
+            supervisor.observador.start()
         supervisor.servir_metricas()
         supervisor.rodar()
 
@@ -126,6 +131,7 @@ class Supervisor:
         self.parada_pedida = False
         self.devolvidos = False
         self.batimento = BatimentoDoCluster(self)
+        self.observador = ObservadorDaReplica(self) if replica.configurada() else None
         self.servidor_de_metricas: Any = None
         self.rotinas = self._rotinas()
         signal.signal(signal.SIGTERM, self._ao_sinal)
@@ -177,6 +183,8 @@ class Supervisor:
     def encerrar(self) -> None:
         """Stop beating and mark the row encerrado (every child has exited)."""
         self.batimento.encerrar()
+        if self.observador is not None:
+            self.observador.encerrar()
         if self.servidor_de_metricas is not None:
             self.servidor_de_metricas.shutdown()
         try:
@@ -236,39 +244,63 @@ class Supervisor:
         sinalizar_descendentes(signal.SIGUSR2)
 
 
-class BatimentoDoCluster(threading.Thread):
-    """Beats in relatorio_clusters on its own connection.
+class EmThread(threading.Thread):
+    """Periodic work of the main process that neither waits behind the
+    routines nor makes them wait: at once, then every
+    RELATORIOS_CLUSTER_BATIMENTO_S, on the thread's own connections. A step
+    that fails is logged and tried again at the next tick."""
 
-    A thread, not a routine: a routine that runs long (a slow sweep, a webhook
-    delivery) must not look like a dead cluster. If the row was declared dead
-    meanwhile (this process was frozen or cut off for longer than the orphan
-    timeout), its messages were handed back: the cluster registers again and
-    its pusher names new takes with the new id.
-    """
+    nome = ""
+    falha = ""  # the log line of a failed step
+    # Whether stopping waits for a step under way to end.
+    aguardar_ao_encerrar = True
 
     def __init__(self, supervisor: Supervisor) -> None:
-        super().__init__(name="batimento-do-cluster", daemon=True)
+        super().__init__(name=self.nome, daemon=True)
         self.supervisor = supervisor
         self._parar = threading.Event()
 
     def run(self) -> None:
         try:
-            # At once first: the row's beat dates from before the fork, and
-            # starting the cluster's processes can take seconds.
             intervalo = 0.0
             while not self._parar.wait(intervalo):
                 intervalo = settings.RELATORIOS_CLUSTER_BATIMENTO_S
                 try:
-                    self._bater()
+                    self.passo()
                 except Exception:
-                    # Retried on the next beat; if the database stays away,
-                    # the peers decide.
-                    logger.warning("batimento do cluster falhou", exc_info=True)
+                    logger.warning(self.falha, exc_info=True)
                     db.connections.close_all()
         finally:
             db.connections.close_all()
 
-    def _bater(self) -> None:
+    def passo(self) -> None:
+        raise NotImplementedError
+
+    def encerrar(self) -> None:
+        self._parar.set()
+        if self.aguardar_ao_encerrar and self.is_alive():
+            self.join(timeout=10)
+
+
+class BatimentoDoCluster(EmThread):
+    """Beats in relatorio_clusters on its own connection.
+
+    A thread, not a routine: a routine that runs long (a slow sweep, a webhook
+    delivery) must not look like a dead cluster. At once first: the row's beat
+    dates from before the fork, and starting the cluster's processes can take
+    seconds. A failed beat is retried on the next; if the database stays away,
+    the peers decide. If the row was declared dead meanwhile (this process was
+    frozen or cut off for longer than the orphan timeout), its messages were
+    handed back: the cluster registers again and its pusher names new takes
+    with the new id.
+    """
+
+    nome = "batimento-do-cluster"
+    falha = "batimento do cluster falhou"
+    # A beat after the row is marked encerrado would register the cluster again.
+    aguardar_ao_encerrar = True
+
+    def passo(self) -> None:
         anterior = self.supervisor.cluster_id
         if clusters.bater(cluster_id=anterior):
             return
@@ -280,10 +312,25 @@ class BatimentoDoCluster(threading.Thread):
             extra={"cluster_id": novo, "cluster_anterior": anterior},
         )
 
-    def encerrar(self) -> None:
-        self._parar.set()
-        if self.is_alive():
-            self.join(timeout=10)
+
+class ObservadorDaReplica(EmThread):
+    """Looks at the read replica (`replica.estado`, under the probe's deadline)
+    and writes what it saw in this cluster's row, which /metrics reports: a
+    scrape never waits on the replica. Its own thread: a silent replica costs
+    each look the deadline, which neither the beat nor the routines wait for.
+    """
+
+    nome = "observador-da-replica"
+    falha = "observação da réplica falhou"
+    # A look under way may wait for the deadline; a late write is harmless.
+    aguardar_ao_encerrar = False
+
+    def passo(self) -> None:
+        estado = replica.estado()
+        if estado is not None:
+            clusters.anotar_replica(
+                cluster_id=self.supervisor.cluster_id, estado=estado
+            )
 
 
 def sinalizar_descendentes(sinal: int) -> None:
