@@ -8,10 +8,52 @@ No Django here: the web's master builds it before any settings exist.
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 from typing import Any
 
 _FORMATO_TEXTO = "%(asctime)s %(levelname)s %(name)s pid=%(process)d %(message)s"
+
+# A scheduled report's download link (relatorios/paginas/urls.py, `baixar`):
+# the rest of its path is a 7-day bearer token (notificacoes/links.py), and
+# docs/seguranca.md promises that no secret reaches the logs.
+PREFIXO_DE_DOWNLOAD = "/baixar/"
+_TOKEN_DE_DOWNLOAD = re.compile(r"/baixar/[^/?#\s'\"]+")
+
+
+def caminho_para_o_log(caminho: str) -> str:
+    """The text as a log line may show it: a download token becomes `***`."""
+    if PREFIXO_DE_DOWNLOAD not in caminho:
+        return caminho
+    return _TOKEN_DE_DOWNLOAD.sub(f"{PREFIXO_DE_DOWNLOAD}***", caminho)
+
+
+class SemTokenDeDownload(logging.Filter):
+    """The lines other code writes with a request's path, and the request it
+    attaches: Django's `Not Found: /baixar/...`, `Method Not Allowed (HEAD):
+    ...` (a mail scanner checking a link), CSRF's `Forbidden (...): ...`.
+    Our own lines (config/vigia.py) never carry the token in the first place."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str) and PREFIXO_DE_DOWNLOAD in record.msg:
+            record.msg = caminho_para_o_log(record.msg)
+        argumentos = record.args
+        if isinstance(argumentos, tuple) and any(
+            isinstance(a, str) and PREFIXO_DE_DOWNLOAD in a for a in argumentos
+        ):
+            record.args = tuple(
+                caminho_para_o_log(a) if isinstance(a, str) else a for a in argumentos
+            )
+        pedido = getattr(record, "request", None)
+        caminho = getattr(pedido, "path", None)
+        if isinstance(caminho, str) and PREFIXO_DE_DOWNLOAD in caminho:
+            # What a formatter would print of it (its repr), without the token.
+            metodo = getattr(pedido, "method", "")
+            record.request = (
+                f"<{type(pedido).__name__}: {metodo} {caminho_para_o_log(caminho)!r}>"
+            )
+        return True
 
 
 def acesso_ligado() -> bool:
@@ -54,16 +96,23 @@ def configuracao(*, acesso: bool = True) -> dict[str, Any]:
         },
         "filters": {
             "request_id": {"()": "relatorios.operacao.logs.ComRequestId"},
+            "sem_token": {"()": "config.logs.SemTokenDeDownload"},
         },
         "handlers": {
             "console": {
                 "class": "logging.StreamHandler",
                 "formatter": formato,
-                "filters": ["request_id"],
+                "filters": ["request_id", "sem_token"],
             },
         },
         "root": {"handlers": ["console"], "level": nivel},
         "loggers": {
+            # Django's own defaults give `django` a plain console handler while
+            # DEBUG is on (and mail_admins, with no ADMINS here, while it is
+            # off): every django.* line came out twice, the second time
+            # unformatted and unfiltered (a download token in a 405's path).
+            # Its lines go to the root's handler only.
+            "django": {"handlers": [], "level": "INFO"},
             "django-q": {"level": os.environ.get("Q_LOG_LEVEL", "INFO")},
             # With DJANGO_DEBUG on, Django logs every SQL statement with its
             # parameters at DEBUG: token keys, password hashes, webhook

@@ -93,6 +93,9 @@ MIDDLEWARE = [
     # Refuses an oversized body from its Content-Length, before anything reads
     # it (the API's JSON parser reads the stream itself, past Django's limit).
     "relatorios.api.entrada.LimiteDoCorpo",
+    # Refuses a NUL or a lone surrogate in a query string or a form field
+    # (the same rule the API's JSON parser applies to bodies).
+    "relatorios.api.entrada.TextoImpossivel",
     # Serves the collected static files from the web server itself (no CDN, no nginx).
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -22,7 +22,9 @@ connections, and writes an access log without the response's headers.
 - **the access log**: one line per request on `relatorios.acesso`, with the
   fields gunicorn's line had (config/logs.py): metodo, caminho, status,
   bytes, duracao_ms, remoto (the client's address, as
-  relatorios.operacao.acesso reads it behind our proxies), request_id.
+  relatorios.operacao.acesso reads it behind our proxies), request_id. The
+  path of a download link, here and in the timeout's line, shows `***` for
+  its token (`config.logs.caminho_para_o_log`).
 
 The request id is decided here (the client's X-Request-ID if plausible, else
 a new one) and written back into the environ, so the watchdog's line, the
@@ -44,6 +46,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+
+from config.logs import caminho_para_o_log
 
 logger = logging.getLogger("relatorios.servidor")
 acesso = logging.getLogger("relatorios.acesso")
@@ -219,7 +223,7 @@ class Vigia:
         inicio = time.monotonic()
         request_id = self._request_id_valido(environ.get("HTTP_X_REQUEST_ID"))
         environ["HTTP_X_REQUEST_ID"] = request_id
-        caminho = environ.get("PATH_INFO", "")
+        caminho = caminho_para_o_log(environ.get("PATH_INFO", ""))
         chave = next(self._sequencia)
         self._em_curso[chave] = _EmCurso(inicio, caminho, request_id)
         status: list[str] = []
@@ -268,7 +272,7 @@ class Vigia:
         if not acesso.isEnabledFor(logging.INFO):
             return
         metodo = environ.get("REQUEST_METHOD", "")
-        caminho = environ.get("PATH_INFO", "")
+        caminho = caminho_para_o_log(environ.get("PATH_INFO", ""))
         acesso.info(
             "%s %s %s",
             metodo,

@@ -8,7 +8,13 @@ from django.apps import AppConfig
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin import apps as admin_apps
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.contrib.admin.options import IncorrectLookupParameters
+from django.contrib.admin.views.main import ERROR_FLAG, IGNORED_PARAMS, PAGE_VAR
 from django.core import checks
+from django.core.exceptions import BadRequest, FieldError, ValidationError
+from django.db import DataError, ProgrammingError, router, transaction
+from django.db.models import QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template.response import TemplateResponse
@@ -124,15 +130,37 @@ class SiteDeSuporte(admin.AdminSite):
     def admin_view(self, view: Callable[..., Any], cacheable: bool = False) -> Any:
         """Every admin URL, ours and third parties' ModelAdmins alike, refuses a
         query string that filters on a secret or carries a NUL (PostgreSQL
-        cannot compare text with it, so a filter would raise DataError: 500)."""
+        cannot compare text with it, so a filter would raise DataError: 500),
+        and answers a list's refused lookup (`ListaProtegida`) as a 400."""
         protegida = super().admin_view(view, cacheable)
 
         def vista(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
             if recusa := consulta_recusada(request):
-                return HttpResponseBadRequest(recusa)
-            return protegida(request, *args, **kwargs)
+                return _recusada(recusa)
+            try:
+                return protegida(request, *args, **kwargs)
+            except ConsultaRecusada as recusada:
+                return _recusada(str(recusada))
 
         return vista
+
+    def register(
+        self,
+        model_or_iterable: Any,
+        admin_class: type[admin.ModelAdmin] | None = None,
+        **options: Any,
+    ) -> None:
+        """Registers every ModelAdmin, third parties' included (django-q2's,
+        axes', auth's, DRF's), with `ListaProtegida` mixed in: the same
+        subclassing Django's own `register` does when given options."""
+        classe = admin_class or admin.ModelAdmin
+        if not issubclass(classe, ListaProtegida):
+            classe = type(
+                classe.__name__,
+                (ListaProtegida, classe),
+                {"__module__": classe.__module__, "__qualname__": classe.__qualname__},
+            )
+        super().register(model_or_iterable, classe, **options)
 
     def index(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None
@@ -143,6 +171,91 @@ class SiteDeSuporte(admin.AdminSite):
         if request.user.has_perm("relatorios.view_relatoriojob"):
             contexto["indicadores"] = indicadores.calcular()
         return super().index(request, extra_context=contexto)
+
+
+class ConsultaRecusada(BadRequest):
+    """A list's query that Django or the database refuses; its text names the
+    parameters (`SiteDeSuporte.admin_view` answers it as a 400)."""
+
+
+# What compiling or running a list's lookups raises for a value Django let
+# through when it built the filter: `id__range=1` (IndexError at compile time),
+# `criado_em__year=99999` (ValueError, a year past datetime's), `nome__regex=[`
+# (DataError from PostgreSQL: an invalid regular expression), a text pk's
+# `id__range=1,2,3` (ProgrammingError from the driver: three values, two
+# placeholders).
+_RECUSAS = (
+    DataError,
+    FieldError,
+    IndexError,
+    OverflowError,
+    ProgrammingError,
+    TypeError,
+    ValidationError,
+    ValueError,
+)
+
+
+class ListaProtegida(admin.ModelAdmin):
+    """Every changelist: a lookup that Django or the database refuses is a 400
+    naming it, never a 500, and never Django's redirect to `?e=1` (a "database
+    error" page).
+
+    Django validates a lookup's value when it builds the filter, but some it
+    only refuses when the SQL is compiled, and the database when it runs it;
+    both used to happen while the template rendered the page. Here the page's
+    rows are read inside the guard, in a savepoint (so a refused statement
+    leaves an enclosing transaction usable), and the template reads them from
+    the queryset's cache: a page view runs the same queries as before (an
+    action's POST reads the page's rows once more).
+    """
+
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        try:
+            with transaction.atomic(using=router.db_for_read(self.model)):
+                lista = super().get_changelist_instance(request)
+                len(lista.result_list)
+        except IncorrectLookupParameters as erro:
+            raise ConsultaRecusada(_recusa(request, erro.__cause__ or erro)) from erro
+        except _RECUSAS as erro:
+            if not _filtros(request):
+                raise  # no lookup to blame: a bug, and a 500 says so
+            raise ConsultaRecusada(_recusa(request, erro)) from erro
+        return lista
+
+    def response_action(self, request: HttpRequest, queryset: QuerySet) -> Any:
+        # The selected rows are a `pk__in` lookup Django builds unguarded.
+        chave = self.model._meta.pk
+        assert chave is not None
+        for valor in request.POST.getlist(ACTION_CHECKBOX_NAME):
+            try:
+                chave.to_python(valor)
+            except ValidationError:
+                raise ConsultaRecusada(
+                    f"seleção inválida ({ACTION_CHECKBOX_NAME}): {valor[:40]!r} não "
+                    f"é um id de {self.model._meta.verbose_name}"
+                ) from None
+        return super().response_action(request, queryset)
+
+
+def _recusada(texto: str) -> HttpResponse:
+    # Plain text: the reason quotes what the query string said.
+    return HttpResponseBadRequest(texto, content_type="text/plain; charset=utf-8")
+
+
+def _filtros(request: HttpRequest) -> list[str]:
+    """The list's lookup parameters (those Django does not use for itself)."""
+    return [
+        nome
+        for nome in request.GET
+        if nome not in IGNORED_PARAMS and nome not in (PAGE_VAR, ERROR_FLAG)
+    ]
+
+
+def _recusa(request: HttpRequest, erro: BaseException) -> str:
+    nomes = _filtros(request) or [n for n in request.GET if n != ERROR_FLAG]
+    motivo = (str(erro).strip().splitlines() or [type(erro).__name__])[0][:200]
+    return f"filtro recusado ({', '.join(nomes)}): {motivo}"
 
 
 def consulta_recusada(request: HttpRequest) -> str | None:

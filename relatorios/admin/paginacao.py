@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from django.core.paginator import Paginator
-from django.db import DatabaseError
+from django.db import DatabaseError, DataError
 from django.utils.functional import cached_property
 
 logger = logging.getLogger(__name__)
@@ -45,6 +45,11 @@ def estimar_linhas(consulta: Any) -> int | None:
             consulta.order_by().select_related(None).explain(format="json")
         )
         return int(plano[0]["Plan"]["Plan Rows"])
+    except DataError:
+        # A filter's value the database refuses (`chave__regex=[`): the count
+        # would fail the same way, and the list's guard answers it as a 400
+        # (relatorios/apps.py, ListaProtegida).
+        raise
     except (DatabaseError, ValueError, KeyError, IndexError, TypeError):
         logger.exception("estimativa de linhas falhou; contando")
         return None

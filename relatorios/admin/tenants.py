@@ -5,22 +5,112 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import ValidationError
+from django.http import HttpRequest
 
+from relatorios.agendamentos import agenda
+from relatorios.agendamentos.entrada import separar_por_virgula
 from relatorios.models import Tenant, Usuario
+from relatorios.notificacoes import enderecos
+
+# More than a company has mail domains; the field is not a free text box.
+DOMINIOS_MAX = 50
+
+
+class TenantForm(forms.ModelForm):
+    # A plain comma-separated text: the model field is a JSON list, and a
+    # JSON text box would be one more place where JSON is parsed.
+    dominios_email = forms.CharField(
+        label="Domínios de e-mail permitidos",
+        required=False,
+        max_length=4000,
+        help_text="Separados por vírgula (empresa.com.br, filial.com). Cada um "
+        "vale também para os seus subdomínios. Vazio: qualquer domínio. Vale "
+        "para os destinatários de agendamentos e para os avisos de relatório "
+        "pronto; ao salvar, os destinatários de agendamentos fora da lista são "
+        "removidos (a mensagem diz quais).",
+        widget=forms.TextInput(attrs={"size": 80}),
+    )
+
+    class Meta:
+        model = Tenant
+        fields = ("nome", "fuso_horario", "dominios_email")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.initial["dominios_email"] = ", ".join(self.instance.dominios_email or [])
+
+    def clean_dominios_email(self) -> list[str]:
+        dominios: list[str] = []
+        for texto in separar_por_virgula(self.cleaned_data["dominios_email"]):
+            try:
+                dominio = enderecos.normalizar_dominio(texto)
+            except ValueError as erro:
+                raise ValidationError(str(erro)) from None
+            if dominio not in dominios:
+                dominios.append(dominio)
+        if len(dominios) > DOMINIOS_MAX:
+            raise ValidationError(f"no máximo {DOMINIOS_MAX} domínios")
+        return dominios
 
 
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
-    list_display = ("id", "nome", "fuso_horario", "criado_em")
+    form = TenantForm
+    list_display = ("id", "nome", "fuso_horario", "dominios", "criado_em")
     search_fields = ("nome",)
+
+    @admin.display(description="domínios de e-mail")
+    def dominios(self, tenant: Tenant) -> str:
+        return ", ".join(tenant.dominios_email or []) or "qualquer"
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return super().has_change_permission(request, obj) or request.user.has_perm(
+            "relatorios.definir_dominios_email"
+        )
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # Support sets the allowed domains and nothing else of a tenant.
+        if request.user.has_perm("relatorios.change_tenant"):
+            return ()
+        return ("nome", "fuso_horario")
+
+    def save_model(
+        self, request: HttpRequest, obj: Tenant, form: Any, change: bool
+    ) -> None:
+        super().save_model(request, obj, form, change)
+        if "dominios_email" not in form.changed_data:
+            return
+        removidos = agenda.restringir_destinatarios(
+            tenant_id=obj.pk, dominios=obj.dominios_email
+        )
+        if removidos:
+            self.message_user(
+                request,
+                "Destinatários fora dos domínios permitidos, removidos dos "
+                "agendamentos: "
+                + "; ".join(
+                    f"agendamento {pk}: {', '.join(emails)}"
+                    for pk, emails in removidos.items()
+                )
+                + ".",
+                messages.WARNING,
+            )
 
 
 class UsuarioForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         dados = super().clean() or {}
+        email, tenant = dados.get("email"), dados.get("tenant")
+        if email:
+            # The address `notificar_email` sends to: the recipients' rule,
+            # with the tenant's allowed domains.
+            dominios = tenant.dominios_email if tenant is not None else []
+            motivo = enderecos.motivo_da_recusa(email, dominios=dominios or [])
+            if motivo is not None:
+                self.add_error("email", motivo)
         if dados.get("tenant") and (dados.get("is_staff") or dados.get("is_superuser")):
             # The admin shows every tenant's data; the site refuses such users
             # anyway, this says why at the moment someone tries.

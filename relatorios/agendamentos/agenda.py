@@ -34,8 +34,6 @@ from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import connection, transaction
 
 from relatorios import tipos
@@ -49,6 +47,7 @@ from relatorios.models import (
     Webhook,
     reservar_vaga,
 )
+from relatorios.notificacoes import enderecos
 from relatorios.tipos.normalizacao import ErroDeParametro
 
 logger = logging.getLogger(__name__)
@@ -69,8 +68,8 @@ NOME_MAX = 200
 # parse costs time in proportion to the length, and every page that shows the
 # next firings parses the cron again (240 KB took seconds each time).
 CRON_MAX = 200
-# RFC 5321's limit on an address, and Django's EmailField's.
-EMAIL_MAX = 254
+# RFC 5321's limit on an address (notificacoes/enderecos.py holds the rule).
+EMAIL_MAX = enderecos.EMAIL_MAX
 # How many next firings a page or an API answer may ask for, and how far
 # ahead they are looked for (a leap day's cron shows fewer).
 PROXIMOS_MAX = 10
@@ -255,7 +254,7 @@ def criar(
         raise ErroDeParametro(
             "nome", "o nome não pode ter quebras de linha nem tabulações"
         )
-    destinatarios = _emails(destinatarios)
+    destinatarios = _emails(tenant_id, destinatarios)
     entrega = FormaDeEntrega.ANEXO if entrega is None else entrega
     if entrega not in FormaDeEntrega.values:
         raise ErroDeParametro(
@@ -329,8 +328,6 @@ def alterar_entrega(
     checks the schedule's current destinations).
     """
     mudancas: dict[str, Any] = {}
-    if destinatarios is not _MANTER:
-        mudancas["destinatarios"] = _emails(destinatarios)
     if entrega is not _MANTER:
         if entrega not in FormaDeEntrega.values:
             raise ErroDeParametro(
@@ -341,6 +338,8 @@ def alterar_entrega(
         agendamento = travar(agendamento_id, tenant_id)
         if agendamento is None or agendamento.excluido_em is not None:
             return None
+        if destinatarios is not _MANTER:
+            mudancas["destinatarios"] = _emails(agendamento.tenant_id, destinatarios)
         if webhooks is not _MANTER:
             mudancas["webhooks"] = _webhooks_do_tenant(agendamento.tenant_id, webhooks)
         for campo, valor in mudancas.items():
@@ -381,6 +380,44 @@ def retomar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
         proxima_verificacao=proximo + agendamento.prazo,
     )
     return True
+
+
+def restringir_destinatarios(
+    *, tenant_id: int, dominios: list[str]
+) -> dict[int, list[str]]:
+    """Remove from the tenant's schedules the recipients outside `dominios`
+    (its new allowed domains; empty: nothing to do); returns what was removed
+    from each schedule, by id. Called when support sets the list, so that no
+    stored recipient is ever outside it."""
+    if not dominios:
+        return {}
+    removidos: dict[int, list[str]] = {}
+    with transaction.atomic():
+        agendamentos = (
+            Agendamento.objects.select_for_update()
+            .filter(tenant_id=tenant_id, excluido_em__isnull=True)
+            .exclude(destinatarios=[])
+            .only("id", "destinatarios")
+            .order_by("pk")
+        )
+        for agendamento in agendamentos:
+            atuais = list(agendamento.destinatarios or [])
+            fora = [
+                e
+                for e in atuais
+                if enderecos.motivo_da_recusa(e, dominios=dominios) is not None
+            ]
+            if fora:
+                Agendamento.objects.filter(pk=agendamento.pk).update(
+                    destinatarios=[e for e in atuais if e not in fora]
+                )
+                removidos[agendamento.pk] = fora
+    if removidos:
+        logger.warning(
+            "destinatários fora dos domínios permitidos removidos",
+            extra={"tenant_id": tenant_id, "agendamento_ids": sorted(removidos)},
+        )
+    return removidos
 
 
 def proximos_disparos(agendamento: Agendamento, n: int = 3) -> list[datetime]:
@@ -512,29 +549,20 @@ def _prazo(valor: Any) -> timedelta:
     return prazo
 
 
-def _emails(valor: Any) -> list[str]:
-    if valor is None:
+def _emails(tenant_id: int, valor: Any) -> list[str]:
+    """The recipients, each through notificacoes.enderecos (the tenant's
+    allowed domains included), lower case, without repeats."""
+    if valor is None or valor == []:
         return []
     maximo = settings.RELATORIOS_MAX_DESTINATARIOS
     if not isinstance(valor, list) or len(valor) > maximo:
         raise ErroDeParametro("destinatarios", f"lista de até {maximo} e-mails")
+    dominios = enderecos.dominios_permitidos(tenant_id)
     emails: list[str] = []
     for item in valor:
-        if not isinstance(item, str):
-            raise ErroDeParametro("destinatarios", "cada destinatário é um e-mail")
-        email = item.strip()
-        if len(email) > EMAIL_MAX:
-            raise ErroDeParametro(
-                "destinatarios", f"e-mail de até {EMAIL_MAX} caracteres"
-            )
-        try:
-            validate_email(email)
-        except ValidationError:
-            raise ErroDeParametro(
-                "destinatarios", f"e-mail inválido: {email}"
-            ) from None
-        if email.lower() not in emails:
-            emails.append(email.lower())
+        email = enderecos.validar(item, campo="destinatarios", dominios=dominios)
+        if email not in emails:
+            emails.append(email)
     return emails
 
 

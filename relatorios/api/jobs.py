@@ -88,6 +88,7 @@ def _separar_notificacao(request: Request) -> tuple[Any, str | None]:
     email = email_para_notificar(
         valor=dados["notificar_email"],
         email_do_usuario=getattr(request.user, "email", None),
+        tenant_id=tenant_do_pedido(request),
     )
     return params, email
 

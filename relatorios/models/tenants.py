@@ -25,10 +25,20 @@ class Tenant(models.Model):
         max_length=64, default="America/Sao_Paulo", validators=[validar_fuso]
     )
     criado_em = models.DateTimeField(auto_now_add=True)
+    # The only domains (and their subdomains) its email addresses may have:
+    # schedules' recipients, the users' own (notificacoes/enderecos.py). IDNA,
+    # lower case; empty: any domain. Set by support in the admin.
+    dominios_email = models.JSONField(default=list, blank=True)
 
     class Meta:
         db_table = "tenants"
         ordering = ["nome"]
+        permissions = [
+            (
+                "definir_dominios_email",
+                "Pode definir os domínios de e-mail permitidos do tenant",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.nome

@@ -10,36 +10,44 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import validate_email
 from django.db import connection
 from django.template.loader import render_to_string
 
 from relatorios import tipos
 from relatorios.models import Evento
+from relatorios.notificacoes import enderecos
 from relatorios.tipos import apresentacao
 from relatorios.tipos.normalizacao import ErroDeParametro
 
 logger = logging.getLogger(__name__)
 
 
-def email_para_notificar(*, valor: Any, email_do_usuario: str | None) -> str | None:
+def email_para_notificar(
+    *, valor: Any, email_do_usuario: str | None, tenant_id: int
+) -> str | None:
     """The address to notify for a request's `notificar_email`, or None.
 
     ErroDeParametro names `notificar_email` if it is not a boolean, or is
-    true for a user without an email.
+    true for a user without an email, or with one the recipients' rule
+    (`enderecos`, with the tenant's allowed domains) refuses.
     """
     if not isinstance(valor, bool):
         raise ErroDeParametro("notificar_email", "deve ser true ou false")
     if not valor:
         return None
     email = (email_do_usuario or "").strip()
-    try:
-        validate_email(email)
-    except ValidationError:
+    if not email:
         raise ErroDeParametro(
             "notificar_email", "seu usuário não tem um e-mail cadastrado"
-        ) from None
+        )
+    motivo = enderecos.motivo_da_recusa(
+        email, dominios=enderecos.dominios_permitidos(tenant_id)
+    )
+    if motivo is not None:
+        raise ErroDeParametro(
+            "notificar_email",
+            f"o e-mail cadastrado no seu usuário não pode receber avisos: {motivo}",
+        )
     return email
 
 

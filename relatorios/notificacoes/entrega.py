@@ -149,7 +149,10 @@ def _registrar(
                 cerca,
             )
             estado = "entregue" if cursor.rowcount == 1 else None
-        elif entrega.tentativa >= settings.RELATORIOS_ENTREGA_MAX_TENTATIVAS:
+        elif (
+            desfecho.definitivo
+            or entrega.tentativa >= settings.RELATORIOS_ENTREGA_MAX_TENTATIVAS
+        ):
             cursor.execute(
                 """
                 UPDATE relatorio_entregas

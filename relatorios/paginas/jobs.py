@@ -79,6 +79,7 @@ def solicitar(request: HttpRequest, tipo: str) -> HttpResponse:
         email = email_para_notificar(
             valor=form.cleaned_data["notificar_email"],
             email_do_usuario=getattr(request.user, "email", None),
+            tenant_id=tenant_id_do_pedido(request),
         )
         submissao = pedidos.submeter(
             tenant_id=tenant_id_do_pedido(request),

@@ -109,6 +109,8 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "view_webhook"),
         ("relatorios", "view_entrega"),
         ("relatorios", "reenviar_entrega"),
+        # 0019_dominios_de_email.
+        ("relatorios", "definir_dominios_email"),
     }
 
 
@@ -118,6 +120,98 @@ def test_criar_grupo_e_idempotente_e_repoe_as_permissoes(db: None) -> None:
     permissoes.criar_grupo_suporte()
     assert grupo.permissions.count() == len(permissoes.PERMISSOES_DO_SUPORTE)
     assert Group.objects.filter(name="Suporte").count() == 1
+
+
+def test_suporte_define_os_dominios_de_email_normalizados(
+    cliente: Client, tenant: Tenant
+) -> None:
+    pagina = f"/admin/relatorios/tenant/{tenant.pk}/change/"
+    resposta = cliente.post(
+        pagina, {"dominios_email": " Rede-A.COM.br., exämple.com; rede-a.com.br"}
+    )
+    assert resposta.status_code == 302
+    tenant.refresh_from_db()
+    assert tenant.dominios_email == ["rede-a.com.br", "xn--exmple-cua.com"]
+    assert 'value="rede-a.com.br, xn--exmple-cua.com"' in (
+        cliente.get(pagina).content.decode()
+    )
+    assert "rede-a.com.br, xn--exmple-cua.com" in (
+        cliente.get("/admin/relatorios/tenant/").content.decode()
+    )
+
+
+def test_definir_os_dominios_remove_os_destinatarios_de_fora(
+    cliente: Client, tenant: Tenant, outro_tenant: Tenant
+) -> None:
+    dentro_e_fora = helpers.criar_agendamento(
+        tenant, destinatarios=["contab@rede-a.com", "socio@gmail.com"]
+    )
+    so_dentro = helpers.criar_agendamento(
+        tenant, cron="0 4 1 * *", destinatarios=["dono@sp.rede-a.com"]
+    )
+    alheio = helpers.criar_agendamento(outro_tenant, destinatarios=["x@gmail.com"])
+
+    resposta = cliente.post(
+        f"/admin/relatorios/tenant/{tenant.pk}/change/",
+        {"dominios_email": "rede-a.com"},
+    )
+
+    assert resposta.status_code == 302
+    assert any(
+        f"agendamento {dentro_e_fora.pk}: socio@gmail.com" in m
+        for m in mensagens(resposta)
+    )
+    for agendamento in (dentro_e_fora, so_dentro, alheio):
+        agendamento.refresh_from_db()
+    assert dentro_e_fora.destinatarios == ["contab@rede-a.com"]
+    assert so_dentro.destinatarios == ["dono@sp.rede-a.com"]
+    assert alheio.destinatarios == ["x@gmail.com"]
+
+
+@pytest.mark.parametrize("texto", ["localhost", "[10.0.0.5]", "a@rede.com", "x y.com"])
+def test_dominio_de_email_invalido_e_erro_no_campo(
+    cliente: Client, tenant: Tenant, texto: str
+) -> None:
+    resposta = cliente.post(
+        f"/admin/relatorios/tenant/{tenant.pk}/change/",
+        {"dominios_email": f"rede-a.com, {texto}"},
+    )
+    assert resposta.status_code == 200
+    assert resposta.context["adminform"].form.errors["dominios_email"]
+    tenant.refresh_from_db()
+    assert tenant.dominios_email == []
+
+
+@pytest.mark.parametrize(
+    ("email", "dominios"),
+    [
+        ("ana@[10.0.0.5]", []),
+        ("postmaster@localhost", []),
+        ('"a b"@rede-a.com', []),
+        ("ana@gmail.com", ["rede-a.com"]),
+    ],
+)
+def test_email_de_usuario_segue_a_regra_dos_destinatarios(
+    super_cliente: Client, tenant: Tenant, email: str, dominios: list[str]
+) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(dominios_email=dominios)
+    ana = helpers.criar_usuario(tenant, email="ana@rede-a.com")[0]
+    resposta = super_cliente.post(
+        f"/admin/relatorios/usuario/{ana.pk}/change/",
+        {
+            "username": ana.username,
+            "password": ana.password,
+            "email": email,
+            "tenant": tenant.pk,
+            "is_active": "on",
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    )
+    assert resposta.status_code == 200
+    assert set(resposta.context["adminform"].form.errors) == {"email"}
+    ana.refresh_from_db()
+    assert ana.email == "ana@rede-a.com"
 
 
 def test_suporte_ve_jobs_e_tenants_e_nada_mais(
@@ -140,14 +234,15 @@ def test_suporte_ve_jobs_e_tenants_e_nada_mais(
         "/admin/django_q/failure/",
     ):
         assert cliente.get(proibido).status_code == 403, proibido
-    # The tenant's page is read-only: a POST changes nothing.
+    # Of a tenant, support sets the allowed email domains and nothing else.
     resposta = cliente.post(
         f"/admin/relatorios/tenant/{tenant.pk}/change/",
-        {"nome": "Outro nome", "fuso_horario": "UTC"},
+        {"nome": "Outro nome", "fuso_horario": "UTC", "dominios_email": "rede-a.com"},
     )
-    assert resposta.status_code == 403
+    assert resposta.status_code == 302
     tenant.refresh_from_db()
-    assert tenant.nome == "Rede A"
+    assert (tenant.nome, tenant.fuso_horario) == ("Rede A", "America/Sao_Paulo")
+    assert tenant.dominios_email == ["rede-a.com"]
     # The actions it may run, and no delete.
     acoes = {
         nome
@@ -278,8 +373,11 @@ def test_lista_de_50_jobs_faz_um_numero_fixo_de_consultas(
     assert len(resposta.context["cl"].result_list) == 50
     # session, user, the user's and the groups' permissions, the tenant
     # filter's choices, the planner's estimate, the count (small table), the
-    # page (tenants joined), the date hierarchy's MIN/MAX.
-    assert len(consultas) == 9, "\n".join(q["sql"] for q in consultas)
+    # page (tenants joined), the date hierarchy's MIN/MAX; and the savepoint
+    # of the list's guard (relatorios/apps.py, ListaProtegida), created and
+    # released: the test runs inside a transaction (outside one, the guard's
+    # atomic block is a BEGIN/COMMIT, not a statement).
+    assert len(consultas) == 11, "\n".join(q["sql"] for q in consultas)
     pagina = next(q["sql"] for q in consultas if 'JOIN "tenants"' in q["sql"])
     assert '"tenants"' in pagina
     for pesada in ("resultado", "checkpoint", "params", "erro_detalhe"):

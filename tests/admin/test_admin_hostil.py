@@ -12,10 +12,13 @@ from typing import Any
 import pytest
 from django.apps import apps
 from django.contrib import admin
+from django.contrib.admin import helpers as admin_helpers
 from django.contrib.auth.models import Group
+from django.db import models
 from django.test import Client
 from django.urls import reverse
 
+from relatorios.apps import CAMPOS_SECRETOS
 from relatorios.models import Tenant, Usuario, Webhook, permissoes
 from tests import helpers
 
@@ -153,3 +156,148 @@ def test_nenhuma_url_do_admin_responde_5xx(
                 falhas.append((url, "", resposta.status_code))
     assert falhas == []
     assert Tenant.objects.count() == 1  # nothing changed
+
+
+# --- Lookups the database or Django rejects: a 400 naming them, never a 500 -----
+#
+# Django validates a lookup's value when it builds the filter (a bad one sends
+# the list to `?e=1`); some are only refused when the SQL is compiled
+# (`id__range=1`, `__year=99999`) or run (`__regex=[`), while the template
+# renders the page. Every lookup kind, on every registered model, on a field
+# of the kind it applies to.
+
+LOOKUPS = {
+    "range": ["{pk}__range=1", "{pk}__range=1,2,3", "{data}__range=a,b"],
+    "year": ["{data}__year=99999", "{data}__year__gt=99999", "{data}__year=-1"],
+    "regex": ["{texto}__regex=[", "{texto}__iregex=(", "{texto}__regex=a{{9,1}}"],
+    "in": ["{pk}__in=a,b", "{pk}__in=99999999999999999999999", "{data}__in=x,y"],
+    "isnull": ["{pk}__isnull=talvez", "{data}__isnull=%FF"],
+    "date": [
+        "{data}__date=x",
+        "{data}__date=99999-01-01",
+        "{data}__date__year=99999",
+        "{data}__date__gt=2026-02-30",
+    ],
+    "tipos": [
+        "{pk}=abc",
+        "{pk}__gt=1e400",
+        "{pk}__lt=-99999999999999999999999",
+        "{data}__gte=ontem",
+        "{data}=2026-02-30",
+        "{data}__hour=25",
+        "{data}__week_day=abc",
+        "{texto}__startswith=%FF",
+        "_facets=1&{texto}__regex=[",
+        "q=x&{pk}__range=1",
+    ],
+}
+DO_ISSUE = ["{pk}__range=1", "{data}__year=99999", "{texto}__regex=["]
+
+
+def campos_do_modelo(modelo: type[models.Model]) -> dict[str, str]:
+    """Its pk, a date field and a text field (the pk where it has none)."""
+    pk = modelo._meta.pk.name  # type: ignore[union-attr]
+    concretos = [
+        f for f in modelo._meta.concrete_fields if f.name not in CAMPOS_SECRETOS
+    ]
+    datas = [f.name for f in concretos if isinstance(f, models.DateField)]
+    textos = [
+        f.name for f in concretos if isinstance(f, (models.CharField, models.TextField))
+    ]
+    return {"pk": pk, "data": (datas or [pk])[0], "texto": (textos or [pk])[0]}
+
+
+def consultas_do_modelo(rotulos: list[str], modelos: list[str]) -> list[Any]:
+    """Each query template on each model, filled with that model's fields."""
+    consultas = [
+        (rotulo, modelo.format(**campos_do_modelo(apps.get_model(rotulo))))
+        for rotulo in rotulos
+        for modelo in modelos
+    ]
+    return [pytest.param(r, c, id=f"{r}-{c}") for r, c in consultas]
+
+
+ROTULOS = [m._meta.label for m in modelos_registrados()]
+
+
+def lista(rotulo: str) -> str:
+    modelo = apps.get_model(rotulo)
+    return reverse(
+        f"admin:{modelo._meta.app_label}_{modelo._meta.model_name}_changelist"
+    )
+
+
+def parametros(consulta: str) -> set[str]:
+    return {par.split("=", 1)[0] for par in consulta.split("&")} - {"_facets", "q"}
+
+
+@pytest.mark.parametrize(
+    ("rotulo", "consulta"),
+    consultas_do_modelo(ROTULOS, [c for cs in LOOKUPS.values() for c in cs]),
+)
+def test_lookup_recusado_e_400_nomeando_o_parametro_nunca_500(
+    webhook: Webhook, raiz: Client, rotulo: str, consulta: str
+) -> None:
+    resposta = raiz.get(f"{lista(rotulo)}?{consulta}")
+    texto = resposta.content.decode()
+    # 200: the lookup was valid (an empty list is an answer); 400: refused.
+    # Never Django's redirect to `?e=1` and its "database error" page.
+    assert resposta.status_code in (200, 400), (resposta.status_code, texto[:300])
+    assert resposta.status_code == 200 or any(
+        nome in texto for nome in parametros(consulta)
+    ), texto[:300]
+
+
+@pytest.mark.parametrize(("rotulo", "consulta"), consultas_do_modelo(ROTULOS, DO_ISSUE))
+def test_lookups_do_issue_sao_400_em_toda_lista(
+    webhook: Webhook, suporte: Client, raiz: Client, rotulo: str, consulta: str
+) -> None:
+    respostas = {raiz.get(f"{lista(rotulo)}?{consulta}").status_code}
+    # Support sees its own models; a list it may not see is a 403 before any lookup.
+    respostas.add(suporte.get(f"{lista(rotulo)}?{consulta}").status_code)
+    assert respostas <= {400, 403}
+    assert 400 in respostas
+
+
+# Not ids of the model's type. (A well-typed id that matches no row runs the
+# action on nothing: axes' "cleanup expired attempts" then fails on its own,
+# whatever is selected; left to axes.)
+SELECOES_RUINS = ["abc", "1.5", "", "%00", "1%202"]
+
+
+@pytest.mark.parametrize("rotulo", ROTULOS)
+def test_acao_com_selecao_de_tipo_errado_nao_da_500_nem_muda_nada(
+    webhook: Webhook, raiz: Client, rotulo: str
+) -> None:
+    modelo = apps.get_model(rotulo)
+    pedido = raiz.get(lista(rotulo)).wsgi_request
+    acoes = admin.site.get_model_admin(modelo).get_actions(pedido)
+    antes = [m.objects.count() for m in modelos_registrados()]
+    falhas = [
+        (acao, selecao, resposta.status_code)
+        for acao in acoes
+        for selecao in SELECOES_RUINS
+        if (
+            resposta := raiz.post(
+                lista(rotulo),
+                f"action={acao}&{admin_helpers.ACTION_CHECKBOX_NAME}={selecao}",
+                content_type="application/x-www-form-urlencoded",
+            )
+        ).status_code
+        not in (200, 302, 400)
+    ]
+    assert falhas == []
+    assert [m.objects.count() for m in modelos_registrados()] == antes
+
+
+@pytest.mark.parametrize(
+    "consulta",
+    ["nome__regex=<b>x</b>[", "segredo__<b>x</b>=1", "id__in=<b>x</b>"],
+    ids=["recusado-pelo-banco", "campo-secreto", "recusado-pelo-django"],
+)
+def test_recusa_e_texto_puro_sem_o_html_da_consulta(
+    raiz: Client, consulta: str
+) -> None:
+    resposta = raiz.get(f"/admin/relatorios/tenant/?{consulta}")
+    assert resposta.status_code == 400
+    assert resposta["Content-Type"] == "text/plain; charset=utf-8"

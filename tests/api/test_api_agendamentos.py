@@ -82,6 +82,54 @@ def test_agendamento_invalido_e_400_que_nomeia_o_campo(
     assert not Agendamento.objects.exists()
 
 
+@pytest.mark.parametrize(
+    "destinatario",
+    [
+        '"x\fBcc:a@evil.example"@a.example',
+        '"ab"@rede.com',
+        "a@[10.0.0.5]",
+        "postmaster@localhost",
+        "=?utf-8?q?ceo=40rede.com?=@evil.example",
+    ],
+    ids=["aspas-com-controle", "aspas", "ip-literal", "sem-ponto", "rfc2047"],
+)
+def test_destinatario_que_nao_e_uma_caixa_de_correio_e_400(
+    cliente: Client, destinatario: str
+) -> None:
+    # Each of these passed Django's validate_email and was stored.
+    corpo = AGENDAMENTO | {"destinatarios": ["contab@rede.com", destinatario]}
+    resposta = post(cliente, "/relatorios/agendamentos", corpo)
+    assert resposta.status_code == 400
+    assert resposta.json()["campo"] == "destinatarios"
+    assert not Agendamento.objects.exists()
+
+
+def test_dominios_permitidos_do_tenant_valem_para_os_destinatarios(
+    cliente: Client, tenant: Tenant
+) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(dominios_email=["rede.com"])
+    fora = post(
+        cliente,
+        "/relatorios/agendamentos",
+        AGENDAMENTO | {"destinatarios": ["contab@rede.com", "eu@gmail.com"]},
+    )
+    dentro = post(
+        cliente,
+        "/relatorios/agendamentos",
+        AGENDAMENTO | {"destinatarios": ["contab@rede.com", "dono@sp.rede.com"]},
+    )
+    assert fora.status_code == 400
+    assert fora.json() == {
+        "erro": "domínio fora dos permitidos para esta empresa: rede.com: eu@gmail.com",
+        "campo": "destinatarios",
+    }
+    assert dentro.status_code == 201
+    assert Agendamento.objects.get().destinatarios == [
+        "contab@rede.com",
+        "dono@sp.rede.com",
+    ]
+
+
 def test_cron_de_240_kb_e_400_que_nomeia_o_campo(cliente: Client) -> None:
     cron = "0 3 * * " + ",".join(["1"] * 120_000)
     resposta = post(cliente, "/relatorios/agendamentos", AGENDAMENTO | {"cron": cron})

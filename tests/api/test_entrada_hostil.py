@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 from django.test import Client
 
 from relatorios.jobs import consultas
-from relatorios.models import Tenant
+from relatorios.models import Agendamento, RelatorioJob, Tenant, Webhook
 from tests import helpers, processos
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
@@ -27,6 +28,7 @@ AGENDAMENTO = {
     "cron": "0 3 1 * *",
     "prazo_minutos": 180,
 }
+WEBHOOK = {"url": "https://exemplo.com.br/ganchos", "eventos": ["job.pronto"]}
 ANINHADO = b"[" * 100_000 + b"]" * 100_000
 
 
@@ -311,6 +313,135 @@ def test_linha_de_pedido_enorme_nao_da_5xx(alvo: tuple[str, int], chave: str) ->
     assert 400 <= codigo < 500
 
 
+# --- texts no database can store: lone UTF-16 surrogates (and NUL) ------------
+
+
+def operacoes_de_escrita(*, com_corpo: bool) -> list[Any]:
+    """Every write operation of the committed OpenAPI document (kept current by
+    test_openapi.py), with or without a request body, ids filled in later."""
+    documento = yaml.safe_load((processos.RAIZ / "docs" / "openapi.yaml").read_text())
+    return [
+        pytest.param(metodo.upper(), caminho, id=f"{metodo}-{caminho}")
+        for caminho, operacoes in documento["paths"].items()
+        for metodo, operacao in operacoes.items()
+        if metodo in ("post", "put", "patch", "delete")
+        and ("requestBody" in operacao) == com_corpo
+    ]
+
+
+def corpo_valido(caminho: str) -> dict[str, Any]:
+    if caminho.startswith("/relatorios/agendamentos"):
+        return AGENDAMENTO
+    if caminho.startswith("/relatorios/webhooks"):
+        return WEBHOOK
+    return PEDIDO
+
+
+# Where the lone half sits, and the field the 400 names. json.dumps writes
+# each as a `\udXXX` escape: valid JSON, but no character.
+SURROGATES = [
+    pytest.param({"nome": "Fechamento \ud800"}, "nome", id="alta-sozinha"),
+    pytest.param({"nome": "\udc00 mensal"}, "nome", id="baixa-sozinha"),
+    pytest.param({"nome": "\udc00\ud800"}, "nome", id="par-invertido"),
+    pytest.param({"lojas": ["L1", "\udbff"]}, "lojas", id="dentro-de-lista"),
+    pytest.param({"extra": {"a": {"b\udfff": 1}}}, "extra", id="chave-aninhada"),
+    pytest.param({"in\ud800icio": "2026-01-01"}, "inicio", id="na-chave"),
+]
+
+
+def contagens() -> tuple[int, int, int]:
+    return (
+        RelatorioJob.objects.count(),
+        Agendamento.objects.count(),
+        Webhook.objects.count(),
+    )
+
+
+@pytest.mark.parametrize(("campos", "campo"), SURROGATES)
+@pytest.mark.parametrize(("metodo", "caminho"), operacoes_de_escrita(com_corpo=True))
+def test_surrogate_sozinho_em_qualquer_corpo_de_escrita_e_400_nomeando_o_campo(
+    alvo: tuple[str, int],
+    chave: str,
+    metodo: str,
+    caminho: str,
+    campos: dict[str, Any],
+    campo: str,
+) -> None:
+    antes = contagens()
+    corpo = json.dumps({**corpo_valido(caminho), **campos}).encode()
+    codigo, resposta, texto = enviar(alvo, metodo, caminho, chave=chave, corpo=corpo)
+    assert codigo == 400, texto[:300]
+    erro = erro_json(resposta, texto)
+    assert erro["campo"] == campo
+    assert "UTF-16" in erro["erro"]
+    assert contagens() == antes
+
+
+@pytest.mark.parametrize(("metodo", "caminho"), operacoes_de_escrita(com_corpo=True))
+def test_surrogate_como_o_corpo_inteiro_e_400(
+    alvo: tuple[str, int], chave: str, metodo: str, caminho: str
+) -> None:
+    codigo, resposta, texto = enviar(
+        alvo, metodo, caminho, chave=chave, corpo=b'"\\ud800"'
+    )
+    assert codigo == 400, texto[:300]
+    assert erro_json(resposta, texto)["campo"] == "corpo"
+
+
+@pytest.mark.parametrize(("metodo", "caminho"), operacoes_de_escrita(com_corpo=False))
+def test_operacao_sem_corpo_ignora_um_corpo_hostil(
+    alvo: tuple[str, int], chave: str, tenant: Tenant, metodo: str, caminho: str
+) -> None:
+    # Pausing, resuming and deleting read no body: whatever is sent is not
+    # parsed, so it can neither fail nor be stored.
+    agendamento = helpers.criar_agendamento(tenant)
+    webhook = Webhook.objects.create(tenant=tenant, url=WEBHOOK["url"], segredo="s")
+    concreto = caminho.format(agendamento_id=agendamento.pk, webhook_id=webhook.pk)
+    corpo = json.dumps({"nome": "\ud800", "x\u0000": ["\udc00"]}).encode()
+    codigo, _, texto = enviar(alvo, metodo, concreto, chave=chave, corpo=corpo)
+    assert codigo in (200, 204), texto[:300]
+
+
+def test_par_utf16_completo_e_um_caractere_e_passa(
+    alvo: tuple[str, int], chave: str, tenant: Tenant
+) -> None:
+    nome = "Fechamento \U0001f4ca"  # json.dumps writes it as \ud83d\udcca
+    corpo = json.dumps({**AGENDAMENTO, "nome": nome}).encode()
+    assert b"\\ud83d\\udcca" in corpo
+    codigo, _, texto = enviar(
+        alvo, "POST", "/relatorios/agendamentos", chave=chave, corpo=corpo
+    )
+    assert codigo == 201, texto[:300]
+    assert Agendamento.objects.get(tenant=tenant).nome == nome
+
+
+@pytest.mark.parametrize(
+    ("consulta", "tipo"),
+    [
+        ("y=%5Cud800", "text/plain; charset=raw_unicode_escape"),
+        ("y=%2B2AA-", "text/plain; charset=utf-7"),
+        ("x=%FF&y=%00", None),
+    ],
+    ids=["raw-unicode-escape", "utf-7", "nul"],
+)
+def test_consulta_com_texto_impossivel_e_400_nomeando_o_parametro(
+    alvo: tuple[str, int], chave: str, consulta: str, tipo: str | None
+) -> None:
+    # Django decodes a query string with the charset the Content-Type names,
+    # even on a GET: some Python codecs make a lone surrogate out of ASCII.
+    # The rule holds for every parameter, read by the view or not.
+    cabecalhos = {"Content-Type": tipo} if tipo is not None else {}
+    codigo, resposta, texto = enviar(
+        alvo,
+        "GET",
+        f"/relatorios/jobs/1?{consulta}",
+        chave=chave,
+        cabecalhos=cabecalhos,
+    )
+    assert codigo == 400, texto[:300]
+    assert erro_json(resposta, texto)["campo"] == "y"
+
+
 # --- paths ---------------------------------------------------------------------
 
 
@@ -337,7 +468,7 @@ def test_linha_de_pedido_enorme_nao_da_5xx(alvo: tuple[str, int], chave: str) ->
         "/relatorios/jobs/%00",
         "/relatorios/..%2f..%2fetc%2fpasswd",
         "/relatorios/jobs/" + "a" * 3000,
-        "/relatorios/jobs/1?x=%FF&y=%00",
+        "/relatorios/jobs/1?x=%FF&y=%C3",
     ],
 )
 def test_caminho_desconhecido_ou_id_absurdo_e_404_json(

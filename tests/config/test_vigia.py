@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.http import HttpResponse, StreamingHttpResponse
+from django.urls import reverse
 
-from config import vigia
+from config import logs, vigia
+from relatorios.notificacoes import links
 
 
 @pytest.fixture(autouse=True)
@@ -212,3 +215,50 @@ def test_excecao_da_app_registra_500_e_sobe() -> None:
     with pytest.raises(RuntimeError):
         chamar(w)
     assert w._em_curso == {}
+
+
+# A scheduled report's download link carries a 7-day bearer token in its path
+# (relatorios/notificacoes/links.py): no line of ours writes it.
+TOKEN = links.assinar(
+    job_id=1, tenant_id=1, concluido_em=datetime(2026, 1, 1, tzinfo=UTC)
+)
+
+
+def test_linha_de_acesso_nao_escreve_o_token_do_download(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    w = vigia.Vigia(django(), timeout_s=30)
+    with caplog.at_level(logging.INFO, logger="relatorios.acesso"):
+        chamar(w, f"/baixar/{TOKEN}")
+    (linha,) = [r for r in caplog.records if r.name == "relatorios.acesso"]
+    assert linha.getMessage() == "GET /baixar/*** 200"
+    assert linha.caminho == "/baixar/***"  # type: ignore[attr-defined]
+    assert TOKEN not in str(vars(linha))
+
+
+def test_linha_do_timeout_nao_escreve_o_token_do_download(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    saidas: list[int] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        w.verificar(environ["X_AGORA"] + 31)
+        start_response("200 OK", [])
+        return [b""]
+
+    w = vigia.Vigia(app, timeout_s=30, sair=saidas.append)
+    import time
+
+    with caplog.at_level(logging.ERROR, logger="relatorios.servidor"):
+        chamar(w, f"/baixar/{TOKEN}", X_AGORA=time.monotonic())  # type: ignore[arg-type]
+    assert saidas == [1]
+    registro = next(r for r in caplog.records if r.name == "relatorios.servidor")
+    assert registro.caminho == "/baixar/***"  # type: ignore[attr-defined]
+    assert TOKEN not in str(vars(registro))
+
+
+def test_o_prefixo_escondido_e_o_da_rota_do_download() -> None:
+    assert reverse("baixar", args=[TOKEN]).startswith(logs.PREFIXO_DE_DOWNLOAD)
+    assert logs.caminho_para_o_log(f"GET /baixar/{TOKEN}?x=1 200") == (
+        "GET /baixar/***?x=1 200"
+    )

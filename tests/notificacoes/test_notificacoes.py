@@ -29,6 +29,7 @@ from relatorios.models import (
     EstadoOcorrencia,
     Inscricao,
     Ocorrencia,
+    RelatorioJob,
     Status,
     Tenant,
     Usuario,
@@ -41,6 +42,13 @@ from tests import helpers
 from tests.processos import Processo
 
 PEDIDO = {"inicio": "2026-01-01", "fim": "2026-01-31", "agrupar": "mes"}
+# The same request from /painel/, with the "avisar por e-mail" box ticked.
+PEDIDO_DO_PAINEL = {
+    "vendas-inicio": "2026-01-01",
+    "vendas-fim": "2026-01-31",
+    "vendas-agrupar": "mes",
+    "vendas-notificar_email": "on",
+}
 
 
 class Receptor:
@@ -691,7 +699,22 @@ def test_notificar_email_que_nao_e_booleano_e_400(tenant: Tenant, valor: Any) ->
 
 
 @pytest.mark.django_db
-def test_notificar_email_sem_email_no_usuario_e_400(token: str) -> None:
+@pytest.mark.parametrize(
+    ("email", "dominios", "trecho"),
+    [
+        ("", [], "não tem um e-mail cadastrado"),
+        ("postmaster@localhost", [], "ponto"),
+        ("ana@[10.0.0.5]", [], "IP"),
+        ("ana@gmail.com", ["rede-a.com.br"], "rede-a.com.br"),
+    ],
+    ids=["sem-email", "sem-ponto", "ip-literal", "fora-dos-dominios"],
+)
+def test_notificar_email_sem_email_ou_com_email_recusado_e_400_sem_inscricao(
+    tenant: Tenant, email: str, dominios: list[str], trecho: str
+) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(dominios_email=dominios)
+    token = helpers.criar_usuario(tenant, email=email)[1]
+
     resposta = post(
         helpers.cliente_com_token(token),
         "/relatorios/vendas",
@@ -700,7 +723,24 @@ def test_notificar_email_sem_email_no_usuario_e_400(token: str) -> None:
 
     assert resposta.status_code == 400
     assert resposta.json()["campo"] == "notificar_email"
+    assert trecho in resposta.json()["erro"]
     assert Inscricao.objects.count() == 0
+    assert not RelatorioJob.objects.exists()
+
+
+@pytest.mark.django_db
+def test_notificar_email_pela_pagina_com_email_recusado_mostra_o_erro(
+    tenant: Tenant,
+) -> None:
+    gerente = helpers.criar_usuario(tenant, email="postmaster@localhost")[0]
+    cliente = Client()
+    cliente.force_login(gerente)
+
+    resposta = cliente.post("/painel/relatorios/vendas/", PEDIDO_DO_PAINEL)
+
+    assert resposta.status_code == 400
+    assert "não pode receber avisos" in resposta.content.decode()
+    assert not RelatorioJob.objects.exists()
 
 
 @pytest.mark.django_db
@@ -756,15 +796,7 @@ def test_checkbox_do_painel_inscreve_o_gerente(tenant: Tenant) -> None:
     cliente = Client()
     cliente.force_login(gerente)
 
-    resposta = cliente.post(
-        "/painel/relatorios/vendas/",
-        {
-            "vendas-inicio": "2026-01-01",
-            "vendas-fim": "2026-01-31",
-            "vendas-agrupar": "mes",
-            "vendas-notificar_email": "on",
-        },
-    )
+    resposta = cliente.post("/painel/relatorios/vendas/", PEDIDO_DO_PAINEL)
 
     assert resposta.status_code == 302
     [inscricao] = Inscricao.objects.all()

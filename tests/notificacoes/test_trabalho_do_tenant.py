@@ -232,3 +232,28 @@ def test_cota_diaria_de_emails_do_tenant_poupa_o_suporte(
     assert saida.reenviar(entrega_id=emails["c@rede.com.br"].pk)
     helpers.entregar_em_voo()
     assert mail.outbox[-1].to == ["c@rede.com.br"]
+
+
+def test_endereco_que_as_regras_de_hoje_recusam_falha_no_envio_sem_retentar(
+    tenant: Tenant, settings: Any
+) -> None:
+    settings.RELATORIOS_EMAILS_SUPORTE = ["suporte@relatorios.com"]
+    agendamento = helpers.criar_agendamento(
+        tenant,
+        tipo="teste_volumoso",
+        periodo="ontem",
+        cron="0 3 * * *",
+        prazo=timedelta(minutes=5),
+        destinatarios=["a@rede.com.br"],
+    )
+    # The tenant's allowed domains changed behind the service's back (or a
+    # delivery was queued before support saved them).
+    Tenant.objects.filter(pk=tenant.pk).update(dominios_email=["outra.com.br"])
+    alertas.verificar(agora=agendamento.proximo_disparo + timedelta(hours=1))
+    helpers.entregar_em_voo()
+
+    recusada = Entrega.objects.get(canal="email", destinatarios=["a@rede.com.br"])
+    assert (recusada.estado, recusada.tentativas) == (EstadoEntrega.FALHOU, 1)
+    assert "destinatário recusado" in recusada.ultimo_erro
+    # Support's own address is not the tenant's to restrict.
+    assert [m.to for m in mail.outbox] == [["suporte@relatorios.com"]]

@@ -18,6 +18,7 @@ from django.conf import global_settings
 from django.test import override_settings
 
 from relatorios.models import RelatorioJob, Status, Tenant, Usuario
+from relatorios.notificacoes import links
 from tests import helpers, processos
 from tests.notificacoes.test_notificacoes import Receptor
 from tests.operacao.test_logs import receptor  # noqa: F401 (a fixture)
@@ -185,6 +186,18 @@ def test_nenhum_token_senha_segredo_ou_email_chega_aos_logs_em_nivel_algum(
         metricas = gerente.pedir(
             "/metrics", cabecalhos={"Authorization": f"Bearer {TOKEN_DAS_METRICAS}"}
         )[0]
+        # A scheduled report's link, as its recipient (no session) and as a
+        # mail scanner checking it (HEAD, POST) would open it.
+        job = helpers.job(job.pk)
+        assert job.concluido_em is not None
+        baixar = "/baixar/" + links.assinar(
+            job_id=job.pk, tenant_id=tenant.pk, concluido_em=job.concluido_em
+        )
+        anonimo = Navegador(url)
+        download = [
+            anonimo.pedir(baixar, metodo=metodo, corpo=corpo)[0]
+            for metodo, corpo in (("GET", None), ("HEAD", None), ("POST", b""))
+        ]
     finally:
         web.parar()
         trabalhador.parar()
@@ -198,6 +211,7 @@ def test_nenhum_token_senha_segredo_ou_email_chega_aos_logs_em_nivel_algum(
         200,
         200,
     )
+    assert download == [200, 405, 403]
     logs = web.texto_do_log() + trabalhador.texto_do_log()
     # The run did log at DEBUG, SQL included: the check below has something
     # to look at.
@@ -212,6 +226,7 @@ def test_nenhum_token_senha_segredo_ou_email_chega_aos_logs_em_nivel_algum(
         "a senha do admin": SENHA_DO_ADMIN,
         "o token das métricas": TOKEN_DAS_METRICAS,
         "a SECRET_KEY": processos.CHAVE_DE_TESTE,
+        "o token do link de download": baixar.removeprefix("/baixar/"),
         **{
             f"o cookie {n}": valor
             for n, valor in enumerate(

@@ -78,6 +78,8 @@ def test_gerente_cria_um_agendamento_do_seu_tenant(
         ("cron", "0 3 * *", "cinco campos"),
         ("prazo_minutos", "0", "positivo"),
         ("destinatarios", "não é email", "e-mail inválido"),
+        ("destinatarios", "a@rede.com, root@[10.0.0.5]", "IP no lugar do domínio"),
+        ("destinatarios", "postmaster@localhost", "precisa de um ponto"),
         ("cron", "*/5 * * * *", "o intervalo mínimo é 15 minutos"),
         ("cron", "0 3 * * " + ",".join(["1"] * 100), "200 caracteres"),
         ("nome", "Fechamento\nmensal", "quebras de linha"),

@@ -60,7 +60,12 @@ class NovoAgendamentoSerializer(serializers.Serializer):
         child=serializers.EmailField(max_length=EMAIL_MAX),
         required=False,
         allow_null=True,
-        help_text="Até `RELATORIOS_MAX_DESTINATARIOS` e-mails.",
+        help_text="Até `RELATORIOS_MAX_DESTINATARIOS` e-mails. Recusados (400 "
+        "nomeando `destinatarios`): caracteres de controle ou espaços, parte "
+        "local entre aspas, IP no lugar do domínio (`a@[10.0.0.5]`), domínio "
+        "sem ponto (`postmaster@localhost`), palavras codificadas "
+        "(`=?utf-8?q?...?=`) e, se o suporte definiu os domínios permitidos da "
+        "empresa, um domínio fora deles e dos seus subdomínios.",
     )
     entrega = serializers.ChoiceField(
         choices=FormaDeEntrega.choices,

@@ -80,7 +80,10 @@ class ParametrosSerializer(serializers.Serializer):
         required=False,
         help_text=(
             "Um e-mail ao solicitante quando o job terminar; não é parâmetro do "
-            "relatório (não muda qual job responde)."
+            "relatório (não muda qual job responde). 400 nomeando "
+            "`notificar_email` se o usuário não tem e-mail, ou se o seu e-mail é "
+            "recusado pelas regras dos destinatários (as de `destinatarios` dos "
+            "agendamentos, com os domínios permitidos da empresa)."
         ),
     )
 

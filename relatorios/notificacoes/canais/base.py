@@ -37,6 +37,9 @@ class ResultadoDoEnvio:
     ok: bool
     status: int | None = None
     erro: str = ""
+    # No later attempt can succeed (an address the rules now refuse): the
+    # delivery is `falhou` at once, for support to read.
+    definitivo: bool = False
 
 
 class Transporte:

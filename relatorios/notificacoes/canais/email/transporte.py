@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 
 from relatorios.models import Evento, RelatorioJob, Status
-from relatorios.notificacoes import arquivos
+from relatorios.notificacoes import arquivos, enderecos
 from relatorios.notificacoes.canais.base import (
     Envio,
     ResultadoDoEnvio,
@@ -28,6 +28,19 @@ class Email(Transporte):
     def enviar(self, envio: Envio) -> ResultadoDoEnvio:
         if not envio.destinatarios:
             return ResultadoDoEnvio(ok=False, erro="sem destinatários")
+        suporte = {e.lower() for e in settings.RELATORIOS_EMAILS_SUPORTE}
+        for endereco in envio.destinatarios:
+            # Stored before today's rules, or before the tenant's allowed
+            # domains changed: checked again (support's own addresses aside).
+            motivo = None
+            if endereco.lower() not in suporte:
+                motivo = enderecos.recusa_no_envio(
+                    tenant_id=envio.tenant_id, endereco=endereco
+                )
+            if motivo is not None:
+                return ResultadoDoEnvio(
+                    ok=False, erro=f"destinatário recusado: {motivo}", definitivo=True
+                )
         try:
             anexo = _anexo(envio.payload)
         except arquivos.Ocupado as ocupado:
