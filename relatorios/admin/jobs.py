@@ -30,21 +30,23 @@ from django.http import (
     HttpResponse,
     HttpResponseBase,
     HttpResponseRedirect,
+    StreamingHttpResponse,
 )
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from relatorios.admin import comum, indicadores
 from relatorios.admin.comum import FiltroTipo, SomenteLeitura, Textos, curto
 from relatorios.admin.paginacao import PaginadorEstimado
+from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, suporte
 from relatorios.jobs.suporte import Acao
 from relatorios.models import RelatorioJob, Status, Tenant
 from relatorios.models.jobs import ATIVOS
-from relatorios.tipos import planilha
 
 # How much of params/resultado/checkpoint/traceback the change view shows.
 LIMITE_DO_TRECHO = 20_000
@@ -386,7 +388,15 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
         )
         if job is None or job.status != Status.PRONTO:
             raise Http404
-        return planilha.resposta_csv(job)
+        nome = planilha.nome_do_arquivo(job)
+        return StreamingHttpResponse(
+            planilha.linhas_csv(job),
+            content_type=planilha.TIPO_DE_CONTEUDO,
+            headers={
+                "Content-Disposition": content_disposition_header(True, nome),
+                "Cache-Control": "private, no-store",
+            },
+        )
 
     # --- bulk actions ---------------------------------------------------------------
 

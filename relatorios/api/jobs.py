@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.http import HttpResponseBase
+from django.http import FileResponse, HttpResponseBase, StreamingHttpResponse
+from django.utils.http import content_disposition_header
 from rest_framework import exceptions, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.negotiation import BaseContentNegotiation
@@ -25,11 +26,11 @@ from relatorios.api.serializers import (
     JobFalhouSerializer,
     JobProntoSerializer,
 )
+from relatorios.apresentacao import excel, planilha
 from relatorios.jobs import consultas, pedidos
 from relatorios.models import RelatorioJob, Status
 from relatorios.models.jobs import ATIVOS
 from relatorios.notificacoes.email import email_para_notificar, inscrever
-from relatorios.tipos import excel, planilha
 
 # Seed 000: a client polling a pending job should come back in two seconds.
 
@@ -155,17 +156,36 @@ class _ArquivoDoResultado(APIView):
         return job
 
 
+# The result can change (a new run after it expires): never cache a file of it.
+NAO_GUARDAR = {"Cache-Control": "private, no-store"}
+
+
 class ResultadoCsv(_ArquivoDoResultado):
     """GET /relatorios/jobs/<id>/resultado.csv: a `pronto` job's lines, streamed."""
 
     @esquema.resultado_csv
     def get(self, request: Request, job_id: int) -> HttpResponseBase:
-        return planilha.resposta_csv(self.arquivo(request, job_id))
+        job = self.arquivo(request, job_id)
+        nome = planilha.nome_do_arquivo(job)
+        return StreamingHttpResponse(
+            planilha.linhas_csv(job),
+            content_type=planilha.TIPO_DE_CONTEUDO,
+            headers=NAO_GUARDAR
+            | {"Content-Disposition": content_disposition_header(True, nome)},
+        )
 
 
 class ResultadoXlsx(_ArquivoDoResultado):
-    """GET /relatorios/jobs/<id>/resultado.xlsx: the workbook (tipos.excel)."""
+    """GET /relatorios/jobs/<id>/resultado.xlsx: the workbook (apresentacao.excel),
+    written to a temporary file and streamed from it."""
 
     @esquema.resultado_xlsx
     def get(self, request: Request, job_id: int) -> HttpResponseBase:
-        return excel.resposta_xlsx(self.arquivo(request, job_id))
+        job = self.arquivo(request, job_id)
+        return FileResponse(
+            excel.xlsx_temporario(job),
+            as_attachment=True,
+            filename=excel.nome_do_arquivo_xlsx(job),
+            content_type=excel.TIPO_DE_CONTEUDO,
+            headers=NAO_GUARDAR,
+        )

@@ -8,12 +8,12 @@ sign is a 404, one whose time or result is gone a 410 page that says so.
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponseBase
+from django.http import FileResponse, Http404, HttpRequest, HttpResponseBase
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from relatorios.apresentacao import excel
 from relatorios.notificacoes import links
-from relatorios.tipos import excel
 
 # Our tokens are a few dozen characters; a longer path is not one of them.
 TOKEN_MAX = 512
@@ -34,7 +34,15 @@ def baixar(request: HttpRequest, token: str) -> HttpResponseBase:
             {"motivo": str(expirado)},
             status=410,
         )
-    resposta = excel.resposta_xlsx(download.job)
-    # A link in an email is no page to index.
-    resposta["X-Robots-Tag"] = "noindex"
-    return resposta
+    return FileResponse(
+        excel.xlsx_temporario(download.job),
+        as_attachment=True,
+        filename=excel.nome_do_arquivo_xlsx(download.job),
+        content_type=excel.TIPO_DE_CONTEUDO,
+        headers={
+            # The result can change (a new run after it expires): never cached.
+            "Cache-Control": "private, no-store",
+            # A link in an email is no page to index.
+            "X-Robots-Tag": "noindex",
+        },
+    )

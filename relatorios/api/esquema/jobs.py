@@ -34,8 +34,8 @@ from relatorios.api.esquema.comum import (
     retry_after,
 )
 from relatorios.api.esquema.resultados import RESULTADOS
+from relatorios.apresentacao import excel
 from relatorios.models import Status
-from relatorios.tipos import excel
 
 # The job shapes' `status` choices (named in ENUM_NAME_OVERRIDES).
 STATUS_EM_ANDAMENTO = [Status.PENDENTE.value, Status.EXECUTANDO.value]

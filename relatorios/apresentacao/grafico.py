@@ -1,7 +1,7 @@
 """The data of a result's chart, summed in SQL from the stored lines.
 
 The job page draws it with Chart.js (`relatorios/static/relatorios/`); what
-each type draws is declared beside its columns (`apresentacao.GRAFICOS`).
+each type draws is declared beside its columns (`tipos.colunas.GRAFICOS`).
 The result's lines are already the report's aggregation; the chart sums
 them once more by its axis (and series) in the database, over
 `jsonb_array_elements`, so a 100,000-line result never comes to Python for
@@ -15,9 +15,9 @@ from typing import Any
 
 from django.db import connection
 
+from relatorios.apresentacao import celulas
 from relatorios.models import RelatorioJob
-from relatorios.tipos import apresentacao
-from relatorios.tipos.apresentacao import Coluna, Grafico
+from relatorios.tipos.colunas import COLUNAS, GRAFICOS, Coluna, Grafico
 
 # More lines than this on one chart is a tangle: the largest series are
 # drawn, the rest summed into one.
@@ -61,7 +61,7 @@ def dados(job: RelatorioJob) -> dict[str, Any] | None:
     """What the page's script draws, or None (a type without a chart, a
     result without lines): the chart's kind and title, the axis' labels and,
     per series, one value per label (None where a series has no point)."""
-    grafico = apresentacao.GRAFICOS.get(job.tipo)
+    grafico = GRAFICOS.get(job.tipo)
     if grafico is None:
         return None
     parametros: dict[str, Any] = {
@@ -107,7 +107,7 @@ def _montar(grafico: Grafico, pontos: list[tuple[Any, ...]]) -> dict[str, Any]:
         "forma": "line" if grafico.forma == "linha" else "bar",
         "titulo": grafico.titulo,
         "rotulos": [
-            apresentacao.na_pagina(coluna_do_eixo, rotulos[x])
+            celulas.na_pagina(coluna_do_eixo, rotulos[x])
             if grafico.rotulo is None
             else rotulos[x]
             for x in eixos
@@ -124,7 +124,7 @@ def _montar(grafico: Grafico, pontos: list[tuple[Any, ...]]) -> dict[str, Any]:
 
 
 def _coluna(campo: str) -> Coluna:
-    for colunas in apresentacao.COLUNAS.values():
+    for colunas in COLUNAS.values():
         for coluna in colunas:
             if coluna.campo == campo:
                 return coluna
