@@ -10,15 +10,17 @@ from typing import Any
 
 from django.utils import formats
 
-from relatorios.tipos.colunas import COLUNAS, Coluna
+from relatorios import tipos
+from relatorios.tipos.colunas import Coluna
 
 
 def colunas(tipo: str, primeira_linha: Mapping[str, Any] | None) -> tuple[Coluna, ...]:
-    """The type's columns; a type without them shows the keys of its first
-    line, as text."""
-    if tipo in COLUNAS:
-        return COLUNAS[tipo]
-    return tuple(Coluna(str(campo), str(campo)) for campo in (primeira_linha or {}))
+    """The type's columns. A job of a type no longer registered (a deployment
+    dropped it) shows the keys of its first line, as text."""
+    try:
+        return tipos.obter(tipo).colunas
+    except tipos.TipoDesconhecido:
+        return tuple(Coluna(str(campo), str(campo)) for campo in primeira_linha or {})
 
 
 # --- On the page ------------------------------------------------------------------
@@ -28,7 +30,7 @@ _MES = re.compile(r"(\d{4})-(\d{2})")
 
 
 def na_pagina(coluna: Coluna, valor: Any) -> str:
-    """A value as a pt-BR reader expects it: 1.234,50 and 31/01/2026."""
+    """A value as a pt-BR reader expects it: 1.234,50, 31/01/2026 and 12,34%."""
     if valor is None:
         return ""
     if coluna.formato == "periodo" and isinstance(valor, str):
@@ -38,14 +40,21 @@ def na_pagina(coluna: Coluna, valor: Any) -> str:
             return f"{mes[2]}/{mes[1]}"
     if coluna.numerica:
         numero = _decimal(valor)
-        if numero is not None:
-            casas = max(0, -int(numero.as_tuple().exponent))
-            return str(
-                formats.number_format(
-                    numero, decimal_pos=casas, use_l10n=True, force_grouping=True
-                )
-            )
+        if numero is not None and numero.is_finite():
+            if coluna.formato == "percentual":
+                return _numero_na_pagina(numero.scaleb(2)) + "%"
+            return _numero_na_pagina(numero)
     return str(valor)
+
+
+def _numero_na_pagina(numero: Decimal) -> str:
+    # As many decimal places as the value carries: money keeps its cents.
+    casas = max(0, -int(numero.as_tuple().exponent))
+    return str(
+        formats.number_format(
+            numero, decimal_pos=casas, use_l10n=True, force_grouping=True
+        )
+    )
 
 
 def linha_na_pagina(cols: Sequence[Coluna], linha: Mapping[str, Any]) -> list[str]:

@@ -48,12 +48,12 @@ _FORMATOS = {
     "inteiro": "#,##0",
     "decimal": "#,##0.0000",
     "dinheiro": '"R$" #,##0.00;-"R$" #,##0.00',
+    "percentual": "0.00%",
 }
 _FORMATO_DIA = "dd/mm/yyyy"
 _FORMATO_MES = "mm/yyyy"
-# Column widths (in characters) by format; names get room to be read.
+# Column widths (in characters) by format, where the column names none.
 _LARGURAS = {"periodo": 12, "inteiro": 12, "decimal": 12, "dinheiro": 16}
-_NOMES = frozenset({"loja_nome", "produto", "vendedor"})
 
 
 def nome_do_arquivo_xlsx(job: RelatorioJob) -> str:
@@ -153,8 +153,9 @@ def _totais(
     totais: dict[str, Any],
     estilos: _Estilos,
 ) -> None:
-    """The row under the lines: 'Total', and a SUM over each column that has
-    a total in the result (with that total as its cached value)."""
+    """The row under the lines: 'Total', and for each column that has a total
+    in the result a SUM over it (with that total as its cached value), or
+    the total itself where the column says a sum of its lines is not one."""
     somadas = [
         (indice, coluna)
         for indice, coluna in enumerate(colunas)
@@ -165,8 +166,13 @@ def _totais(
     linha = n + 1
     folha.write_string(linha, 0, "Total", estilos.total)
     for indice, coluna in somadas:
-        valor = _numero(totais[coluna.campo]) or 0
+        numero = _numero(totais[coluna.campo])
         formato = estilos.totais[coluna.formato]
+        if coluna.total == "valor":
+            if numero is not None:  # a change from zero has none
+                folha.write_number(linha, indice, numero, formato)
+            continue
+        valor = numero or 0
         if n == 0:  # no lines to sum
             folha.write_number(linha, indice, valor, formato)
             continue
@@ -195,10 +201,8 @@ def _data(ano: str, mes: str, dia: str) -> date:
 
 
 def _largura(coluna: Coluna) -> float:
-    # The title's width at least; names get room to be read.
-    base = _LARGURAS.get(coluna.formato, 12)
-    if coluna.formato == "texto" and coluna.campo in _NOMES:
-        base = 28
+    # The column's own, or its format's; the title's width at least.
+    base = coluna.largura or _LARGURAS.get(coluna.formato, 12)
     return max(base, len(coluna.titulo) + 2)
 
 
