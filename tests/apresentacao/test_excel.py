@@ -11,15 +11,29 @@ import openpyxl
 import pytest
 from django.test import override_settings
 from django.utils import timezone
+from rest_framework import serializers
 
 from relatorios.apresentacao import excel
 from relatorios.jobs import pedidos
 from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.tipos.base import dinheiro
 from relatorios.tipos.colunas import LOJA, Coluna
 from tests import processos
 from tests.tipos_de_teste import Lento
 
 pytestmark = pytest.mark.django_db
+
+
+class LinhaDeMargensSerializer(serializers.Serializer):
+    loja = serializers.CharField()
+    nome = serializers.CharField()
+    receita = dinheiro()
+    margem = serializers.DecimalField(max_digits=8, decimal_places=4)
+    variacao = serializers.DecimalField(max_digits=8, decimal_places=4)
+
+
+class ResultadoDeMargensSerializer(serializers.Serializer):
+    linhas = LinhaDeMargensSerializer(many=True)
 
 
 class Margens(Lento):
@@ -32,6 +46,8 @@ class Margens(Lento):
         Coluna("margem", "Margem", "percentual", total="valor"),
         Coluna("variacao", "Variação", "percentual", total="valor"),
     )
+    resultado = ResultadoDeMargensSerializer
+    exemplo = {"linhas": []}
 
 
 MARGENS = {
