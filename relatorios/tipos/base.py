@@ -77,6 +77,17 @@ class TipoRelatorio(ABC):
     def validade(self) -> int:
         return self.validade_s or settings.RELATORIOS_VALIDADE_S
 
+    def periodo_sugerido(self, hoje: date) -> tuple[date, date]:
+        """The period the managers' request form starts with: this month so far."""
+        return hoje.replace(day=1), hoje
+
+    def dados_de_exemplo(self, cursor: CursorWrapper, tenant_id: int) -> None:
+        """Sample rows for the ERP tables only this type reads, made from the
+        tenant's generated stores, products and sales: `manage.py gerar_dados`
+        calls it after those, with PostgreSQL's random() seeded. The types
+        that read only the shared tables have none."""
+        return
+
     def timeout(self) -> int:
         return self.timeout_s or settings.RELATORIOS_TIMEOUT_S
 
