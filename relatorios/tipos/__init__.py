@@ -19,9 +19,10 @@ from django.utils.module_loading import import_string
 from relatorios.tipos.base import TipoRelatorio
 from relatorios.tipos.comissoes import Comissoes
 from relatorios.tipos.estoque import Estoque
+from relatorios.tipos.fechamento import FechamentoMensal
 from relatorios.tipos.vendas import Vendas
 
-TIPOS: list[type[TipoRelatorio]] = [Vendas, Comissoes, Estoque]
+TIPOS: list[type[TipoRelatorio]] = [Vendas, Comissoes, Estoque, FechamentoMensal]
 
 
 class TipoDesconhecido(LookupError):
