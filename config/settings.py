@@ -542,6 +542,27 @@ RELATORIOS_ENTREGA_ANEXO_MAX_BYTES = env_int(
 )
 # How long a signed download link in a delivery works (notificacoes/links.py).
 RELATORIOS_LINK_VALIDADE_DIAS = env_int("RELATORIOS_LINK_VALIDADE_DIAS", 7)
+# A signed link opens at most this many times per window, and one client
+# address at most that many links' downloads (429 with Retry-After).
+RELATORIOS_DOWNLOAD_LIMITE_LINK = env_int("RELATORIOS_DOWNLOAD_LIMITE_LINK", 10)
+RELATORIOS_DOWNLOAD_LIMITE_ENDERECO = env_int("RELATORIOS_DOWNLOAD_LIMITE_ENDERECO", 30)
+RELATORIOS_DOWNLOAD_JANELA_S = env_int("RELATORIOS_DOWNLOAD_JANELA_S", 60)
+# A tenant's work besides its reports (docs/operacao.md, "Fairness"): at
+# most this many of its deliveries in flight at once (notificacoes/vagas.py),
+# and at most this many emails in any 24 hours (support's own addresses
+# aside); past it, an email delivery is `falhou` with the reason.
+RELATORIOS_MAX_ENTREGAS_POR_TENANT = env_int("RELATORIOS_MAX_ENTREGAS_POR_TENANT", 1)
+RELATORIOS_MAX_EMAILS_POR_TENANT_DIA = env_int(
+    "RELATORIOS_MAX_EMAILS_POR_TENANT_DIA", 2000
+)
+# A result's .xlsx is built once and stored (notificacoes/arquivos.py); over
+# this many lines there is no workbook (the CSV carries it). A worker waits
+# this long for a build of the same file already running; a download never
+# waits: it is told to come back after this long (Retry-After).
+RELATORIOS_XLSX_MAX_LINHAS = env_int("RELATORIOS_XLSX_MAX_LINHAS", 250_000)
+RELATORIOS_ARQUIVO_ESPERA_S = env_float("RELATORIOS_ARQUIVO_ESPERA_S", 5.0)
+# The time one delivery attempt may spend building its file (its lease).
+RELATORIOS_ARQUIVO_GERACAO_MAX_S = env_int("RELATORIOS_ARQUIVO_GERACAO_MAX_S", 120)
 # Past this many alerts opened for one tenant in one check pass, each
 # recipient gets one email listing them instead of one email each.
 RELATORIOS_ALERTAS_RESUMO_APOS = env_int("RELATORIOS_ALERTAS_RESUMO_APOS", 3)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Iterator
 from email import message_from_bytes, policy
@@ -129,12 +130,23 @@ class CaixaSmtp:
         from aiosmtpd.controller import Controller
 
         self.recebidas: list[tuple[list[str], Any]] = []
+        # A test may make the server refuse its next N messages (a transient
+        # 451) or take a while per message (a slow relay).
+        self.recusar = 0
+        self.recusadas = 0
+        self.atraso_s = 0.0
         caixa = self
 
         class Tratador:
             async def handle_DATA(
                 self, server: Any, session: Any, envelope: Any
             ) -> str:
+                if caixa.atraso_s:
+                    await asyncio.sleep(caixa.atraso_s)
+                if caixa.recusar > 0:
+                    caixa.recusar -= 1
+                    caixa.recusadas += 1
+                    return "451 4.3.0 tente mais tarde"
                 mensagem = message_from_bytes(envelope.content, policy=policy.default)
                 caixa.recebidas.append((list(envelope.rcpt_tos), mensagem))
                 return "250 OK"

@@ -128,3 +128,29 @@ def esperar(
         if time.monotonic() > limite:
             raise AssertionError(f"esperei {timeout}s por: {descricao}")
         time.sleep(intervalo)
+
+
+def entregar_em_voo(max_rodadas: int = 100) -> list[str | None]:
+    """Send what the tenants' delivery slots dispatched, as the cluster
+    would, until nothing dispatched is left; each send frees its slot for the
+    next delivery of its tenant. Returns each send's outcome."""
+    from django.db.models.functions import Now
+
+    from relatorios.models import Entrega, EstadoEntrega
+    from relatorios.notificacoes import entrega
+
+    desfechos: list[str | None] = []
+    for _ in range(max_rodadas):
+        em_voo = list(
+            Entrega.objects.filter(
+                estado=EstadoEntrega.PENDENTE,
+                enfileirada_em__isnull=False,
+                proxima_em__lte=Now(),
+            )
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
+        if not em_voo:
+            return desfechos
+        desfechos += [entrega.entregar(entrega_id=i) for i in em_voo]
+    raise AssertionError(f"deliveries still in flight after {max_rodadas} rounds")

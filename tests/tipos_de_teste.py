@@ -212,3 +212,61 @@ class Fechamento(DeTeste):
         # A table, as accounting's file has: one line per store.
         linhas = [linha for p in parciais for linha in p["linhas"]]
         return {"linhas": linhas, "totais": {"lojas": len(linhas)}}
+
+
+class LinhaVolumosoSerializer(serializers.Serializer):
+    loja = serializers.CharField()
+    produto = serializers.CharField()
+    receita = serializers.CharField()
+    itens = serializers.IntegerField()
+
+
+class ResultadoVolumosoSerializer(serializers.Serializer):
+    linhas = LinhaVolumosoSerializer(many=True)
+
+
+class Volumoso(TipoRelatorio):
+    """A result of RELATORIOS_TESTE_LINHAS lines (default 2,000), made in SQL in
+    one chunk: a large workbook without an ERP's worth of data."""
+
+    tipo = "teste_volumoso"
+    titulo = "Volumoso"
+    # Its keys as titles, as text: the workbook is about size, not formats.
+    colunas = tuple(Coluna(c, c) for c in ("loja", "produto", "receita", "itens"))
+    grafico = None
+    resultado = ResultadoVolumosoSerializer
+    exemplo = {"linhas": []}
+    tabelas_erp = ()
+
+    def partes(
+        self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
+    ) -> list[Parte]:
+        return [{"unica": True}]
+
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        cursor.execute(
+            """
+            SELECT 'L' || lpad((n %% 50)::text, 3, '0'), 'Produto ' || n,
+                   (n * 7 %% 1000)::text || '.50', n %% 97
+              FROM generate_series(1, %s) AS n
+            """,
+            [int(os.environ.get("RELATORIOS_TESTE_LINHAS", "2000"))],
+        )
+        return {
+            "linhas": [
+                {"loja": loja, "produto": produto, "receita": receita, "itens": itens}
+                for loja, produto, receita, itens in cursor.fetchall()
+            ]
+        }
+
+    def combinar(
+        self, params: Mapping[str, Any], parciais: Sequence[Parcial]
+    ) -> dict[str, Any]:
+        linhas = [linha for p in parciais for linha in p["linhas"]]
+        return {"linhas": linhas, "totais": {"itens": sum(x["itens"] for x in linhas)}}

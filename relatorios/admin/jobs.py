@@ -30,13 +30,11 @@ from django.http import (
     HttpResponse,
     HttpResponseBase,
     HttpResponseRedirect,
-    StreamingHttpResponse,
 )
 from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
-from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from relatorios.admin import comum, indicadores
@@ -47,6 +45,7 @@ from relatorios.jobs import consultas, suporte
 from relatorios.jobs.suporte import Acao
 from relatorios.models import RelatorioJob, Status, Tenant
 from relatorios.models.jobs import ATIVOS
+from relatorios.operacao.downloads import resposta_de_download
 
 # How much of params/resultado/checkpoint/traceback the change view shows.
 LIMITE_DO_TRECHO = 20_000
@@ -388,14 +387,11 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
         )
         if job is None or job.status != Status.PRONTO:
             raise Http404
-        nome = planilha.nome_do_arquivo(job)
-        return StreamingHttpResponse(
+        return resposta_de_download(
             planilha.linhas_csv(job),
-            content_type=planilha.TIPO_DE_CONTEUDO,
-            headers={
-                "Content-Disposition": content_disposition_header(True, nome),
-                "Cache-Control": "private, no-store",
-            },
+            nome=planilha.nome_do_arquivo(job),
+            tamanho=None,
+            tipo_de_conteudo=planilha.TIPO_DE_CONTEUDO,
         )
 
     # --- bulk actions ---------------------------------------------------------------

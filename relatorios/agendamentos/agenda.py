@@ -307,6 +307,49 @@ def criar(
         )
 
 
+# A field an update leaves as it is.
+_MANTER: Any = object()
+
+
+@repetivel
+def alterar_entrega(
+    *,
+    agendamento_id: int,
+    tenant_id: int | None = None,
+    destinatarios: Any = _MANTER,
+    entrega: Any = _MANTER,
+    webhooks: Any = _MANTER,
+) -> Agendamento | None:
+    """Change who gets a schedule's reports and how (None if it is not the
+    tenant's, or deleted); the fields left out stay. What it fires and when
+    are not changed here: that is another schedule.
+
+    A recipient or webhook removed stops receiving from the next delivery on,
+    and the download links it was sent stop opening (`notificacoes.links`
+    checks the schedule's current destinations).
+    """
+    mudancas: dict[str, Any] = {}
+    if destinatarios is not _MANTER:
+        mudancas["destinatarios"] = _emails(destinatarios)
+    if entrega is not _MANTER:
+        if entrega not in FormaDeEntrega.values:
+            raise ErroDeParametro(
+                "entrega", f"deve ser um de: {', '.join(FormaDeEntrega.values)}"
+            )
+        mudancas["entrega"] = entrega
+    with transaction.atomic():
+        agendamento = travar(agendamento_id, tenant_id)
+        if agendamento is None or agendamento.excluido_em is not None:
+            return None
+        if webhooks is not _MANTER:
+            mudancas["webhooks"] = _webhooks_do_tenant(agendamento.tenant_id, webhooks)
+        for campo, valor in mudancas.items():
+            setattr(agendamento, campo, valor)
+        if mudancas:
+            agendamento.save(update_fields=list(mudancas))
+    return agendamento
+
+
 @repetivel
 def pausar(*, agendamento_id: int, tenant_id: int | None = None) -> bool:
     """Stop firing. Occurrences already due but not fired are recorded now, so

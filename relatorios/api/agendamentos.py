@@ -116,6 +116,20 @@ def _detalhe(agendamento: Agendamento) -> dict[str, Any]:
     return corpo
 
 
+def _corpo(request: Request, campos: tuple[str, ...]) -> Mapping[str, Any]:
+    """The request's JSON object, holding only these fields (400 names the
+    first other one)."""
+    corpo = request.data
+    if not isinstance(corpo, Mapping):
+        raise ErroDeParametro("corpo", "deve ser um objeto JSON")
+    desconhecidos = sorted(str(c) for c in corpo if c not in campos)
+    if desconhecidos:
+        raise ErroDeParametro(
+            desconhecidos[0], f"campo desconhecido: {', '.join(desconhecidos)}"
+        )
+    return corpo
+
+
 def local(agendamento_id: int) -> str:
     return f"/relatorios/agendamentos/{agendamento_id}"
 
@@ -130,14 +144,7 @@ class Agendamentos(APIView):
 
     @esquema.criar_agendamento
     def post(self, request: Request) -> Response:
-        corpo = request.data
-        if not isinstance(corpo, Mapping):
-            raise ErroDeParametro("corpo", "deve ser um objeto JSON")
-        desconhecidos = sorted(str(c) for c in corpo if c not in CAMPOS_DE_CRIACAO)
-        if desconhecidos:
-            raise ErroDeParametro(
-                desconhecidos[0], f"campo desconhecido: {', '.join(desconhecidos)}"
-            )
+        corpo = _corpo(request, CAMPOS_DE_CRIACAO)
         for obrigatorio in ("tipo", "periodo", "cron", "prazo_minutos"):
             if corpo.get(obrigatorio) is None:
                 raise ErroDeParametro(obrigatorio, "campo obrigatório")
@@ -169,11 +176,29 @@ class Agendamentos(APIView):
         )
 
 
+CAMPOS_DA_ENTREGA = ("destinatarios", "entrega", "webhooks")
+
+
 class DetalheDoAgendamento(APIView):
-    """GET: one schedule with its next firings and latest occurrences. DELETE."""
+    """GET: one schedule with its next firings and latest occurrences. PATCH:
+    who gets its reports and how. DELETE."""
 
     @esquema.ver_agendamento
     def get(self, request: Request, agendamento_id: int) -> Response:
+        return Response(_detalhe(_agendamento(request, agendamento_id)))
+
+    @esquema.alterar_entrega_do_agendamento
+    def patch(self, request: Request, agendamento_id: int) -> Response:
+        agendamento = _agendamento(request, agendamento_id)
+        corpo = _corpo(request, CAMPOS_DA_ENTREGA)
+        for campo in CAMPOS_DA_ENTREGA:
+            if campo in corpo and corpo[campo] is None:
+                raise ErroDeParametro(campo, "não pode ser nulo")
+        alterado = agenda.alterar_entrega(
+            agendamento_id=agendamento.pk, tenant_id=agendamento.tenant_id, **corpo
+        )
+        if alterado is None:
+            raise Http404
         return Response(_detalhe(_agendamento(request, agendamento_id)))
 
     @esquema.excluir_agendamento

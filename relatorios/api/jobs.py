@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.http import FileResponse, HttpResponseBase, StreamingHttpResponse
-from django.utils.http import content_disposition_header
+from django.http import HttpResponseBase
 from rest_framework import exceptions, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.negotiation import BaseContentNegotiation
@@ -26,11 +25,13 @@ from relatorios.api.serializers import (
     JobFalhouSerializer,
     JobProntoSerializer,
 )
-from relatorios.apresentacao import excel, planilha
+from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, pedidos
 from relatorios.models import RelatorioJob, Status
 from relatorios.models.jobs import ATIVOS
+from relatorios.notificacoes import arquivos
 from relatorios.notificacoes.email import email_para_notificar, inscrever
+from relatorios.operacao.downloads import resposta_de_download
 
 # Seed 000: a client polling a pending job should come back in two seconds.
 
@@ -147,7 +148,7 @@ class _ArquivoDoResultado(APIView):
         job = consultas.job_do_tenant(
             tenant_id=tenant_do_pedido(request),
             job_id=job_id,
-            campos=("id", "tenant_id", "tipo", "status", "params"),
+            campos=("id", "tenant_id", "tipo", "status", "params", "concluido_em"),
         )
         if job.status != Status.PRONTO:
             raise ResultadoIndisponivel(
@@ -156,36 +157,46 @@ class _ArquivoDoResultado(APIView):
         return job
 
 
-# The result can change (a new run after it expires): never cache a file of it.
-NAO_GUARDAR = {"Cache-Control": "private, no-store"}
-
-
 class ResultadoCsv(_ArquivoDoResultado):
     """GET /relatorios/jobs/<id>/resultado.csv: a `pronto` job's lines, streamed."""
 
     @esquema.resultado_csv
     def get(self, request: Request, job_id: int) -> HttpResponseBase:
         job = self.arquivo(request, job_id)
-        nome = planilha.nome_do_arquivo(job)
-        return StreamingHttpResponse(
+        return resposta_de_download(
             planilha.linhas_csv(job),
-            content_type=planilha.TIPO_DE_CONTEUDO,
-            headers=NAO_GUARDAR
-            | {"Content-Disposition": content_disposition_header(True, nome)},
+            nome=planilha.nome_do_arquivo(job),
+            tamanho=None,
+            tipo_de_conteudo=planilha.TIPO_DE_CONTEUDO,
         )
 
 
+class ArquivoOcupado(exceptions.APIException):
+    """A build runs where this one would: 503 (or 429 when it is the
+    tenant's own), with Retry-After (DRF writes it from `wait`)."""
+
+    def __init__(self, ocupado: arquivos.Ocupado) -> None:
+        super().__init__(detail=f"{ocupado}: tente de novo em {ocupado.espera_s} s")
+        self.status_code = 429 if ocupado.do_tenant else 503
+        self.wait = ocupado.espera_s
+
+
 class ResultadoXlsx(_ArquivoDoResultado):
-    """GET /relatorios/jobs/<id>/resultado.xlsx: the workbook (apresentacao.excel),
-    written to a temporary file and streamed from it."""
+    """GET /relatorios/jobs/<id>/resultado.xlsx: the workbook, built once per
+    result and streamed from where it is stored (notificacoes.arquivos)."""
 
     @esquema.resultado_xlsx
     def get(self, request: Request, job_id: int) -> HttpResponseBase:
         job = self.arquivo(request, job_id)
-        return FileResponse(
-            excel.xlsx_temporario(job),
-            as_attachment=True,
-            filename=excel.nome_do_arquivo_xlsx(job),
-            content_type=excel.TIPO_DE_CONTEUDO,
-            headers=NAO_GUARDAR,
+        try:
+            guardado = arquivos.obter(job, na_web=True)
+        except arquivos.GrandeDemais as grande:
+            raise ResultadoIndisponivel(str(grande)) from None
+        except arquivos.Ocupado as ocupado:
+            raise ArquivoOcupado(ocupado) from None
+        return resposta_de_download(
+            arquivos.fatias(guardado),
+            nome=guardado.nome,
+            tamanho=guardado.tamanho,
+            tipo_de_conteudo=guardado.tipo_de_conteudo,
         )

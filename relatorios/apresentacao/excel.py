@@ -14,8 +14,9 @@ What the CSV cannot carry, a workbook does:
 Constant memory: XlsxWriter's constant_memory mode flushes each row to a
 temporary file as it is written, and the lines come from a server-side
 cursor, so a 100,000-line result never sits in memory (`make bench`, B7,
-measures it). The workbook is written to a file (`gravar_xlsx`); a download
-streams it from there (`xlsx_temporario`).
+measures it). The workbook is written to a file object (`gravar_xlsx`):
+`notificacoes.arquivos` stores it once per result, and downloads and emails
+read it from there.
 """
 
 from __future__ import annotations
@@ -213,17 +214,3 @@ def _titulo_da_folha(tipo: str) -> str:
         titulo = tipo
     # Excel's rules for a sheet name: 31 characters, none of []:*?/\
     return re.sub(r"[\[\]:*?/\\]", " ", titulo)[:31] or "Resultado"
-
-
-def xlsx_temporario(job: RelatorioJob) -> IO[bytes]:
-    """A `pronto` job's workbook in an anonymous temporary file, positioned at
-    its start (the caller checked tenant and status). The file is gone once
-    closed: a download response closes it when sent."""
-    arquivo = tempfile.TemporaryFile(prefix="relatorio-", suffix=".xlsx")  # noqa: SIM115
-    try:
-        gravar_xlsx(job, arquivo)
-        arquivo.seek(0)
-    except BaseException:
-        arquivo.close()
-        raise
-    return arquivo

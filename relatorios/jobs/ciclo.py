@@ -174,8 +174,8 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
     the notifications of the end (outbox rows for the tenant's webhooks and
     the job's email subscribers, if any), and whether the tenant has a job
     waiting for the slot this one frees. Only when notifications were written
-    does a second transaction follow, with their queue messages (a message
-    lost in between is replaced by `saida.varrer`).
+    does a second transaction follow, dispatching them to the tenant's
+    delivery slots (a dispatch lost in between is made by `saida.varrer`).
 
     A prepared statement (`banco.preparadas`): its text is constant, and
     parsing and planning it cost as much as running it.
@@ -225,8 +225,7 @@ def concluir(*, tentativa: Tentativa, resultado: Any, validade_s: int) -> bool:
         return False
     tenant_id, ha_espera, entregas = linha
     if entregas:
-        with transaction.atomic():
-            saida.enfileirar(entrega_ids=list(entregas))
+        saida.despachar(tenant_id=tenant_id)
     if ha_espera:
         despachar(tenant_id=tenant_id)
     return True

@@ -11,7 +11,8 @@ deleted RELATORIOS_RETER_DIAS days after it stopped being useful:
   to read why, the same as a result's;
 - `pendente`/`executando`: never, however old: they still owe an answer.
 
-With the job go its attempts ledger, partial rows and email subscriptions;
+With the job go its attempts ledger, partial rows, email subscriptions,
+stored files and link revocations;
 schedule occurrences and notification deliveries keep their row with
 `job_id` emptied (their models say SET NULL; at the database level these are
 plain foreign keys, so this statement does it). django-q2's task records
@@ -31,6 +32,8 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+
+from relatorios.notificacoes import arquivos, links
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +68,10 @@ _APAGAR_JOBS = """
         DELETE FROM relatorio_parciais WHERE job_id IN (SELECT id FROM alvo)
     ), inscricoes AS (
         DELETE FROM relatorio_inscricoes WHERE job_id IN (SELECT id FROM alvo)
+    ), arquivos AS (
+        DELETE FROM relatorio_arquivos WHERE job_id IN (SELECT id FROM alvo)
+    ), revogados AS (
+        DELETE FROM relatorio_links_revogados WHERE job_id IN (SELECT id FROM alvo)
     ), ocorrencias AS (
         UPDATE relatorio_ocorrencias SET job_id = NULL
          WHERE job_id IN (SELECT id FROM alvo)
@@ -113,19 +120,25 @@ def expurgar(*, lote: int = 1000) -> int:
     2. Stops at the first short batch, or after LOTES_POR_CHAMADA batches.
     3. Then django-q2's task records stopped before the cut-off, and the rows
        of clusters stopped or declared dead before it, the same way.
+    4. Then stored files no longer current or older than a link's life, and
+       the download limits' counters of past windows.
     """
     limite = timezone.now() - corte()
     parametros = {"corte": limite, "lote": lote}
     jobs = _em_lotes(_APAGAR_JOBS, parametros, lote)
     tarefas = _em_lotes(_APAGAR_TAREFAS, parametros, lote)
     clusters = _em_lotes(_APAGAR_CLUSTERS, parametros, lote)
-    if jobs or tarefas or clusters:
+    # A stored file is a cache: stale ones go long before their job does.
+    arquivos_velhos = arquivos.expurgar()
+    links.expurgar_contagens()
+    if jobs or tarefas or clusters or arquivos_velhos:
         logger.info(
             "expurgo",
             extra={
                 "jobs": jobs,
                 "tarefas": tarefas,
                 "clusters": clusters,
+                "arquivos": arquivos_velhos,
                 "reter_dias": settings.RELATORIOS_RETER_DIAS,
             },
         )

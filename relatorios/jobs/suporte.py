@@ -23,7 +23,7 @@ from relatorios.models import (
     Status,
 )
 from relatorios.models.jobs import Agora
-from relatorios.notificacoes import saida
+from relatorios.notificacoes import arquivos, links, saida
 
 # What a job forgets when it starts over: support's rerun here, seed 000's
 # restart in the submit's ON CONFLICT (banco/sql/relatorios_submeter.sql). The
@@ -118,12 +118,26 @@ def marcar_como_falhou(*, job_id: int, motivo: str) -> Acao:
 
 
 def expirar_resultado(*, job_id: int) -> Acao:
-    """End a result's validity now: the next request recomputes it."""
-    # Just before now(): the seed's restart test is `expira_em < now()`.
-    n = RelatorioJob.objects.filter(
-        pk=job_id, status=Status.PRONTO, expira_em__gt=Now()
-    ).update(expira_em=Agora() - timedelta(microseconds=1))
-    return Acao(True) if n else Acao(False, "só resultado pronto e válido pode expirar")
+    """End a result's validity now: the next request recomputes it, and the
+    download links sent for it stop opening (410); its stored files go."""
+    with transaction.atomic():
+        # Just before now(): the seed's restart test is `expira_em < now()`.
+        expirados = list(
+            RelatorioJob.objects.filter(
+                pk=job_id, status=Status.PRONTO, expira_em__gt=Now()
+            )
+            .values_list("concluido_em", flat=True)
+            .select_for_update(no_key=True)
+        )
+        if not expirados:
+            return Acao(False, "só resultado pronto e válido pode expirar")
+        RelatorioJob.objects.filter(pk=job_id).update(
+            expira_em=Agora() - timedelta(microseconds=1)
+        )
+        if expirados[0] is not None:
+            links.revogar(job_id=job_id, concluido_em=expirados[0])
+        arquivos.esquecer(job_id=job_id)
+    return Acao(True)
 
 
 def _status(cursor: CursorWrapper, job_id: int) -> str | None:

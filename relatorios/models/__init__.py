@@ -7,6 +7,7 @@ from relatorios.models.agendamentos import (
     Periodo,
     Recuperacao,
 )
+from relatorios.models.arquivos import Arquivo, JanelaDeDownload, LinkRevogado
 from relatorios.models.clusters import Cluster
 from relatorios.models.erp import Loja, MovimentoEstoque, Produto, Venda, Vendedor
 from relatorios.models.jobs import (
@@ -30,6 +31,7 @@ from relatorios.models.tenants import LimiteDoTenant, Tenant, Usuario, reservar_
 __all__ = [
     "Agendamento",
     "Alerta",
+    "Arquivo",
     "Canal",
     "Cluster",
     "Desfecho",
@@ -40,7 +42,9 @@ __all__ = [
     "FormaDeEntrega",
     "Inscricao",
     "JanelaDaApi",
+    "JanelaDeDownload",
     "LimiteDoTenant",
+    "LinkRevogado",
     "Loja",
     "MovimentoEstoque",
     "Ocorrencia",

@@ -123,7 +123,8 @@ class Entrega(models.Model):
     ultimo_status = models.IntegerField(null=True, blank=True)
     ultimo_erro = models.TextField(blank=True, default="")
     proxima_em = models.DateTimeField(db_default=Agora())
-    # When its queue message was written (the sweep replaces lost ones).
+    # When its queue message was written (the sweep replaces lost ones);
+    # NULL while it waits for one of its tenant's slots (notificacoes.vagas).
     enfileirada_em = models.DateTimeField(null=True, blank=True)
     # A sender holds it until then (a crashed sender's lease runs out).
     em_curso_ate = models.DateTimeField(null=True, blank=True)
@@ -149,6 +150,26 @@ class Entrega(models.Model):
                 condition=models.Q(estado="pendente"),
             ),
             models.Index(fields=["criado_em"], name="relatorio_entregas_criado"),
+            # A tenant's deliveries in flight (with a queue message) and those
+            # waiting for one of its slots (notificacoes.vagas): counted and
+            # picked per tenant on every dispatch.
+            models.Index(
+                fields=["tenant"],
+                name="relatorio_entregas_em_voo",
+                condition=models.Q(estado="pendente", enfileirada_em__isnull=False),
+            ),
+            models.Index(
+                fields=["tenant", "proxima_em"],
+                name="relatorio_entregas_na_espera",
+                condition=models.Q(estado="pendente", enfileirada_em__isnull=True),
+            ),
+            # The per-tenant daily email cap counts a tenant's emails of the
+            # last 24 hours (notificacoes.saida).
+            models.Index(
+                fields=["tenant", "criado_em"],
+                name="relatorio_entregas_emails",
+                condition=models.Q(canal="email"),
+            ),
             # Retention empties job_id of the deliveries of each deleted job
             # (retencao._APAGAR_JOBS), and the admin filters deliveries by
             # job: without it both scan the whole table.

@@ -5,26 +5,32 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import Any
 
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 from django.db import connection, transaction
+from django.db.models.functions import Now
 from standardwebhooks import Webhook as Assinador
 
 from relatorios.banco.comum import json_do_banco
 from relatorios.fila import mensagens
-from relatorios.models import Canal, Evento, RelatorioJob, Status
-from relatorios.notificacoes import destinos
+from relatorios.models import (
+    Canal,
+    Entrega,
+    EstadoEntrega,
+    Evento,
+    RelatorioJob,
+    Status,
+)
+from relatorios.notificacoes import arquivos, destinos, vagas
 from relatorios.notificacoes.destinos import DestinoRecusado, destino
 from relatorios.notificacoes.email import email_do_evento
-from relatorios.notificacoes.saida import enfileirar, iso, prazo_de_envio_s
+from relatorios.notificacoes.saida import iso
 from relatorios.operacao import logs, metricas
-from relatorios.tipos import excel
 
 logger = logging.getLogger(__name__)
 
@@ -35,6 +41,7 @@ TRECHO_MAX = 500
 
 @dataclass(frozen=True)
 class _Reivindicada:
+    tenant_id: int
     canal: str
     evento: str
     mensagem_id: str
@@ -60,17 +67,21 @@ class ResultadoDoEnvio:
 def entregar(*, entrega_id: int) -> str | None:
     """Send one delivery, once; returns its new state, or None if not claimed.
 
-    1. A guarded UPDATE claims it (pending, due, no live lease) and counts
-       the attempt: two senders never send the same one at once, and a
-       sender that dies only holds it until its lease runs out.
+    1. A guarded UPDATE claims it (pending, due, dispatched to one of its
+       tenant's slots, no live lease) and counts the attempt: two senders
+       never send the same one at once, a stray message never sends one
+       outside its tenant's slots, and a sender that dies only holds it
+       until its lease runs out.
     2. Send, outside any transaction: an email, or a signed POST to the
        webhook's checked address (no redirects, connect and read timeouts).
-    3. Record the outcome, fenced by the lease: `entregue`, or a retry at
-       the backoff with a delayed message in the same transaction, or
-       `falhou` after RELATORIOS_ENTREGA_MAX_TENTATIVAS.
+    3. Record the outcome, fenced by the lease: `entregue`, or back to
+       waiting until its backoff has elapsed, or `falhou` after
+       RELATORIOS_ENTREGA_MAX_TENTATIVAS; and, in the same transaction, the
+       slot it frees goes to the tenant's next delivery (`vagas`).
     """
     entrega = _reivindicar(entrega_id)
     if entrega is None:
+        _acordar(entrega_id)
         return None
     contexto = logs.definir_request_id(entrega.request_id)
     try:
@@ -99,6 +110,23 @@ def atraso_de_reentrega(numero: int) -> float:
     )
 
 
+def _acordar(entrega_id: int) -> None:
+    """A retry's wake-up (its backoff elapsed) finds it waiting for a slot:
+    dispatch its tenant's due deliveries, oldest first, which may be it."""
+    tenant_id = (
+        Entrega.objects.filter(
+            pk=entrega_id,
+            estado=EstadoEntrega.PENDENTE,
+            enfileirada_em__isnull=True,
+            proxima_em__lte=Now(),
+        )
+        .values_list("tenant_id", flat=True)
+        .first()
+    )
+    if tenant_id is not None:
+        vagas.despachar(tenant_id=tenant_id)
+
+
 def _reivindicar(entrega_id: int) -> _Reivindicada | None:
     with connection.cursor() as cursor:
         cursor.execute(
@@ -107,8 +135,10 @@ def _reivindicar(entrega_id: int) -> _Reivindicada | None:
                SET em_curso_ate = now() + make_interval(secs => %(prazo)s),
                    tentativas = e.tentativas + 1
              WHERE e.id = %(id)s AND e.estado = 'pendente' AND e.proxima_em <= now()
+               AND e.enfileirada_em IS NOT NULL
                AND (e.em_curso_ate IS NULL OR e.em_curso_ate < now())
-            RETURNING e.canal, e.evento, e.mensagem_id, e.destinatarios, e.payload,
+            RETURNING e.tenant_id, e.canal, e.evento, e.mensagem_id,
+                      e.destinatarios, e.payload,
                       e.tentativas, e.em_curso_ate,
                       (SELECT w.url FROM relatorio_webhooks w
                         WHERE w.id = e.webhook_id AND w.ativo),
@@ -117,23 +147,24 @@ def _reivindicar(entrega_id: int) -> _Reivindicada | None:
                       (SELECT j.request_id FROM relatorio_jobs j
                         WHERE j.id = e.job_id)
             """,
-            {"id": entrega_id, "prazo": prazo_de_envio_s()},
+            {"id": entrega_id, "prazo": vagas.prazo_de_envio_s()},
         )
         linha = cursor.fetchone()
     if linha is None:
         logger.info("entrega não reivindicada", extra={"entrega_id": entrega_id})
         return None
     return _Reivindicada(
-        canal=linha[0],
-        evento=linha[1],
-        mensagem_id=linha[2],
-        destinatarios=json_do_banco(linha[3]) or [],
-        payload=json_do_banco(linha[4]),
-        tentativa=linha[5],
-        em_curso_ate=linha[6],
-        url=linha[7],
-        segredo=linha[8],
-        request_id=linha[9],
+        tenant_id=linha[0],
+        canal=linha[1],
+        evento=linha[2],
+        mensagem_id=linha[3],
+        destinatarios=json_do_banco(linha[4]) or [],
+        payload=json_do_banco(linha[5]),
+        tentativa=linha[6],
+        em_curso_ate=linha[7],
+        url=linha[8],
+        segredo=linha[9],
+        request_id=linha[10],
     )
 
 
@@ -203,31 +234,43 @@ def _enviar_email(entrega: _Reivindicada) -> ResultadoDoEnvio:
     if not entrega.destinatarios:
         return ResultadoDoEnvio(ok=False, erro="sem destinatários")
     try:
-        with tempfile.TemporaryFile(suffix=".xlsx") as arquivo:
-            anexo = _anexo(entrega.payload, arquivo)
-            email = email_do_evento(entrega.payload, anexo=anexo[0] if anexo else "")
-            mensagem = EmailMultiAlternatives(
-                email.assunto,
-                email.texto,
-                settings.DEFAULT_FROM_EMAIL,
-                to=entrega.destinatarios,
+        anexo = _anexo(entrega.payload)
+    except arquivos.Ocupado as ocupado:
+        # A download is building this very file: the next attempt attaches it.
+        return ResultadoDoEnvio(ok=False, erro=f"anexo: {ocupado}")
+    try:
+        email = email_do_evento(
+            entrega.payload, anexo=anexo.nome if anexo is not None else ""
+        )
+        mensagem = EmailMultiAlternatives(
+            email.assunto,
+            email.texto,
+            settings.DEFAULT_FROM_EMAIL,
+            to=entrega.destinatarios,
+        )
+        if email.html is not None:
+            mensagem.attach_alternative(email.html, "text/html")
+        if anexo is not None:
+            mensagem.attach(
+                anexo.nome, arquivos.conteudo(anexo), anexo.tipo_de_conteudo
             )
-            if email.html is not None:
-                mensagem.attach_alternative(email.html, "text/html")
-            if anexo is not None:
-                arquivo.seek(0)
-                mensagem.attach(anexo[0], arquivo.read(), excel.TIPO_DE_CONTEUDO)
-            mensagem.send(fail_silently=False)
+        mensagem.send(fail_silently=False)
     except Exception as exc:  # SMTP and socket errors: no traceback kept
         return ResultadoDoEnvio(ok=False, erro=trecho(f"{type(exc).__name__}: {exc}"))
     return ResultadoDoEnvio(ok=True)
 
 
-def _anexo(payload: Mapping[str, Any], arquivo: IO[bytes]) -> tuple[str, int] | None:
-    """A scheduled report's .xlsx written to `arquivo`, as (name, size), when
-    the schedule attaches it, the result is still the one delivered, and the
-    file is within RELATORIOS_ENTREGA_ANEXO_MAX_BYTES; else None (the email
-    carries the link alone)."""
+def _anexo(payload: Mapping[str, Any]) -> arquivos.Guardado | None:
+    """A scheduled report's stored .xlsx, when the schedule attaches it, the
+    result is still the one delivered, and the file is within
+    RELATORIOS_ENTREGA_ANEXO_MAX_BYTES; else None (the email carries the
+    link alone).
+
+    The file is built once per result (`arquivos`): the first recipient's
+    delivery builds it, the others and every retry read it. Whether it will
+    fit is estimated before building: a file that would not be attached is
+    not built for the email (its link builds it if someone clicks).
+    """
     if payload.get("type") != Evento.AGENDAMENTO_ENTREGUE:
         return None
     dados = payload["data"]
@@ -242,11 +285,16 @@ def _anexo(payload: Mapping[str, Any], arquivo: IO[bytes]) -> tuple[str, int] | 
         return None
     if iso(job.concluido_em) != dados["job"]["concluido_em"]:
         return None  # recomputed since: the link says so
-    excel.gravar_xlsx(job, arquivo)
-    tamanho = arquivo.tell()
-    if tamanho > settings.RELATORIOS_ENTREGA_ANEXO_MAX_BYTES:
-        return None
-    return excel.nome_do_arquivo_xlsx(job), tamanho
+    teto = settings.RELATORIOS_ENTREGA_ANEXO_MAX_BYTES
+    guardado = arquivos.guardado(job)
+    if guardado is None:
+        if arquivos.tamanho_estimado(job) > teto:
+            return None
+        try:
+            guardado = arquivos.obter(job, na_web=False)
+        except arquivos.GrandeDemais:
+            return None
+    return guardado if guardado.tamanho <= teto else None
 
 
 def _registrar(
@@ -286,11 +334,14 @@ def _registrar(
             )
             estado = "falhou" if cursor.rowcount == 1 else None
         else:
+            # Back to waiting, without a slot: the slot goes to the tenant's
+            # next delivery. A delayed wake-up at the end of the backoff
+            # dispatches it again (`_acordar`; the sweep, if it is lost).
             cursor.execute(
                 """
                 UPDATE relatorio_entregas
                    SET proxima_em = now() + make_interval(secs => %(atraso)s),
-                       enfileirada_em = now(), em_curso_ate = NULL,
+                       enfileirada_em = NULL, em_curso_ate = NULL,
                        ultimo_status = %(status)s, ultimo_erro = %(erro)s
                  WHERE id = %(id)s AND estado = 'pendente'
                    AND tentativas = %(tentativa)s AND em_curso_ate = %(em_curso_ate)s
@@ -301,7 +352,9 @@ def _registrar(
             linha = cursor.fetchone()
             estado = None if linha is None else "pendente"
             if linha is not None:
-                enfileirar(entrega_ids=[entrega_id], quando=linha[0])
+                vagas.enfileirar(entrega_id, quando=linha[0])
+        if estado is not None:
+            vagas.despachar(tenant_id=entrega.tenant_id)
     if estado is None:
         # Our lease ran out and someone else took over: their outcome stands.
         logger.warning("entrega: resultado descartado (sem posse)", extra=campos)

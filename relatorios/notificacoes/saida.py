@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -34,8 +34,16 @@ from django.db.models.functions import Now
 
 from relatorios.banco.comum import json_do_banco
 from relatorios.fila import mensagens
-from relatorios.models import Canal, Entrega, Evento, FormaDeEntrega, Webhook
-from relatorios.notificacoes import links
+from relatorios.models import (
+    Canal,
+    Entrega,
+    EstadoEntrega,
+    Evento,
+    FormaDeEntrega,
+    Webhook,
+)
+from relatorios.notificacoes import links, vagas
+from relatorios.operacao import metricas
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +56,7 @@ class VarreduraDeEntregas:
     """What one notification sweep did."""
 
     inscricoes_atendidas: int
+    despachadas: int
     reenfileiradas: int
 
 
@@ -56,10 +65,12 @@ def sql_entregas_de_jobs(*, webhooks: bool = True) -> str:
 
     Expects a preceding CTE `fim (id, tenant_id, tipo, status, erro,
     concluido_em)` of jobs in `pronto` or `falhou`, and the parameter
-    `%(url_base)s`. Adds `novas` (RETURNING the new deliveries' ids) and
-    `consumidas` (the jobs' email subscriptions, used up). Nothing is read
-    beyond two index lookups when the tenant has no webhook and the job no
-    subscriber, so `services.concluir` stays one cheap statement.
+    `%(url_base)s`. Adds `novas` (RETURNING the new deliveries' ids and
+    tenants) and `consumidas` (the jobs' email subscriptions, used up). The
+    deliveries wait for their tenant's slots: the caller dispatches them
+    (`despachar`). Nothing is read beyond two index lookups when the tenant
+    has no webhook and the job no subscriber, so `ciclo.concluir` stays one
+    cheap statement.
     """
     instante = _TIMESTAMP_SQL.format("f.concluido_em")
     payload = f"""
@@ -81,11 +92,11 @@ def sql_entregas_de_jobs(*, webhooks: bool = True) -> str:
         " || (extract(epoch FROM f.concluido_em) * 1000000)::bigint"
     )
     colunas = "mensagem_id, tenant_id, canal, evento, webhook_id, destinatarios, "
-    colunas += "payload, job_id, estado, tentativas, ultimo_erro, enfileirada_em"
+    colunas += "payload, job_id, estado, tentativas, ultimo_erro"
     por_webhook = f"""
         SELECT {fim_id} || '-webhook-' || w.id, f.tenant_id, 'webhook',
                'job.' || f.status, w.id, '[]'::jsonb, {payload}, f.id,
-               'pendente', 0, '', now()
+               'pendente', 0, ''
           FROM fim f JOIN relatorio_webhooks w
             ON w.tenant_id = f.tenant_id AND w.ativo
            AND w.eventos ? ('job.' || f.status)
@@ -97,10 +108,10 @@ def sql_entregas_de_jobs(*, webhooks: bool = True) -> str:
             {por_webhook if webhooks else ""}
             SELECT {fim_id} || '-email-' || md5(lower(i.email)), f.tenant_id,
                    'email', 'job.' || f.status, NULL, jsonb_build_array(i.email),
-                   {payload}, f.id, 'pendente', 0, '', now()
+                   {payload}, f.id, 'pendente', 0, ''
               FROM fim f JOIN relatorio_inscricoes i ON i.job_id = f.id
             ON CONFLICT (mensagem_id) DO NOTHING
-            RETURNING id
+            RETURNING id, tenant_id
         ), consumidas AS (
             DELETE FROM relatorio_inscricoes WHERE job_id IN (SELECT id FROM fim)
         )
@@ -124,13 +135,14 @@ def registrar_fim_de_jobs(*, job_ids: list[int]) -> list[int]:
                   FROM relatorio_jobs
                  WHERE id = ANY(%(ids)s) AND status IN ('pronto', 'falhou')
             ), {sql_entregas_de_jobs()}
-            SELECT id FROM novas
+            SELECT id, tenant_id FROM novas
             """,
             {"ids": job_ids, "url_base": settings.RELATORIOS_URL_BASE},
         )
-        novas = [linha[0] for linha in cursor.fetchall()]
-    enfileirar(entrega_ids=novas)
-    return novas
+        novas = cursor.fetchall()
+    for tenant_id in {tenant_id for _, tenant_id in novas}:
+        despachar(tenant_id=tenant_id)
+    return [entrega_id for entrega_id, _ in novas]
 
 
 def enfileirar_alerta(
@@ -139,8 +151,10 @@ def enfileirar_alerta(
     """Write an alert's deliveries; call it INSIDE the transaction that just
     won the guarded insert (opened) or update (closed) of the alert.
 
-    `alerta.aberto`: one email to the schedule's `destinatarios` plus
-    RELATORIOS_EMAILS_SUPORTE, and one delivery per active webhook of the
+    `alerta.aberto`: one email to each of the schedule's `destinatarios` and
+    of RELATORIOS_EMAILS_SUPORTE (one message each: no recipient sees
+    another's address, support's least of all, and a bad address fails
+    alone), and one delivery per active webhook of the
     tenant subscribed to it (`emails`/`webhooks` False leave either out: the
     checker writes the emails of a pass's alerts after their webhooks, as
     one digest when they are many, `enfileirar_resumo_de_alertas`);
@@ -190,19 +204,20 @@ def enfileirar_alerta(
         },
     }
     base = f"alerta-{alerta_id}-{evento.split('.')[1]}"
-    linhas: list[tuple[str, str, int | None, list[str]]] = [
-        (f"{base}-webhook-{webhook_id}", Canal.WEBHOOK, webhook_id, [])
+    linhas = [
+        _Destino(f"{base}-webhook-{webhook_id}", Canal.WEBHOOK, webhook_id=webhook_id)
         for webhook_id in Webhook.objects.filter(
             tenant_id=tenant_id, ativo=True, eventos__contains=[evento]
         ).values_list("id", flat=True)
         if webhooks
     ]
     if evento == Evento.ALERTA_ABERTO and emails:
-        enderecos = _sem_repeticao(
-            [*destinatarios, *settings.RELATORIOS_EMAILS_SUPORTE]
-        )
-        if enderecos:
-            linhas.append((f"{base}-email", Canal.EMAIL, None, enderecos))
+        linhas += [
+            _Destino(f"{base}-email-{_md5(email)}", Canal.EMAIL, emails=[email])
+            for email in _sem_repeticao(
+                [*destinatarios, *settings.RELATORIOS_EMAILS_SUPORTE]
+            )
+        ]
     # One statement for all destinations; ON CONFLICT makes a second call
     # (a retried transaction, a second checker) write nothing.
     novas = _inserir(
@@ -223,9 +238,11 @@ def enfileirar_entrega_agendada(*, ocorrencia_id: int) -> int:
     own retries: a bad address holds nobody else's), and one
     `agendamento.entregue` per active webhook of the tenant the schedule
     names. The payload carries what the message says (the schedule, the
-    period, the totals, the job's page) and a signed download link
-    (`links`); the .xlsx itself is made at send time (`entrega`), never
-    stored here. Idempotent by `mensagem_id`; returns how many were created.
+    period, the totals, the job's page) and a signed download link of that
+    destination's own (`links`: removing the recipient or the webhook, or
+    deleting the schedule, ends it); the .xlsx is built once, by the first
+    delivery that attaches it (`arquivos`). Idempotent by `mensagem_id`;
+    returns how many were created.
     """
     _exigir_transacao()
     with connection.cursor() as cursor:
@@ -251,7 +268,7 @@ def enfileirar_entrega_agendada(*, ocorrencia_id: int) -> int:
     forma, webhook_ids, job_id, concluido_em, totais, fuso = linha[7:]
     params = json_do_banco(params) or {}
     base = settings.RELATORIOS_URL_BASE
-    payload = {
+    payload: dict[str, Any] = {
         "type": Evento.AGENDAMENTO_ENTREGUE,
         "timestamp": iso(datetime.now(UTC)),
         "data": {
@@ -266,23 +283,41 @@ def enfileirar_entrega_agendada(*, ocorrencia_id: int) -> int:
                 "pagina": f"{base}/painel/jobs/{job_id}/",
                 "concluido_em": iso(concluido_em),
             },
-            "download": {
-                "url": links.url(
-                    job_id=job_id, tenant_id=tenant_id, concluido_em=concluido_em
-                ),
-                "expira_em": iso(datetime.now(UTC) + links.validade()),
-            },
             "anexar": forma == FormaDeEntrega.ANEXO,
             "fuso_horario": fuso,
         },
     }
+
+    def com_link(destino: str) -> dict[str, Any]:
+        link = links.url(
+            job_id=job_id,
+            tenant_id=tenant_id,
+            concluido_em=concluido_em,
+            ocorrencia_id=ocorrencia_id,
+            destino=destino,
+        )
+        expira_em = iso(datetime.now(UTC) + links.validade())
+        dados = dict(payload["data"])
+        dados["download"] = {"url": link, "expira_em": expira_em}
+        return {**payload, "data": dados}
+
     chave = f"ocorrencia-{ocorrencia_id}-entregue"
-    linhas: list[tuple[str, str, int | None, list[str]]] = [
-        (f"{chave}-email-{_md5(email)}", Canal.EMAIL, None, [email])
+    linhas = [
+        _Destino(
+            f"{chave}-email-{_md5(email)}",
+            Canal.EMAIL,
+            emails=[email],
+            payload=com_link(links.destino_email(email)),
+        )
         for email in destinatarios
     ]
     linhas += [
-        (f"{chave}-webhook-{webhook_id}", Canal.WEBHOOK, webhook_id, [])
+        _Destino(
+            f"{chave}-webhook-{webhook_id}",
+            Canal.WEBHOOK,
+            webhook_id=webhook_id,
+            payload=com_link(links.destino_webhook(webhook_id)),
+        )
         for webhook_id in Webhook.objects.filter(
             tenant_id=tenant_id, ativo=True, pk__in=json_do_banco(webhook_ids) or []
         ).values_list("id", flat=True)
@@ -370,11 +405,10 @@ def enfileirar_resumo_de_alertas(*, alerta_ids: list[int]) -> int:
         escritas += len(
             _inserir(
                 [
-                    (
+                    _Destino(
                         f"alertas-{assinatura}-email-{_md5(email)}",
                         Canal.EMAIL,
-                        None,
-                        [email],
+                        emails=[email],
                     )
                 ],
                 tenant_id=tenant_id,
@@ -386,115 +420,172 @@ def enfileirar_resumo_de_alertas(*, alerta_ids: list[int]) -> int:
     return escritas
 
 
+@dataclass(frozen=True)
+class _Destino:
+    """One delivery of an event: its id, channel and destination, and its own
+    payload when it differs from the event's (a link of its own)."""
+
+    mensagem_id: str
+    canal: str
+    webhook_id: int | None = None
+    emails: list[str] = field(default_factory=list)
+    payload: dict[str, Any] | None = None
+
+
 def _inserir(
-    linhas: list[tuple[str, str, int | None, list[str]]],
+    linhas: list[_Destino],
     *,
     tenant_id: int,
     evento: str,
     payload: dict[str, Any],
     referencia: tuple[str, int] | None,
 ) -> list[int]:
-    """Insert deliveries (mensagem_id, canal, webhook, emails) of one event,
-    pending, with their queue messages; a repeated mensagem_id writes nothing."""
+    """Insert the deliveries of one event, pending, and dispatch them to the
+    tenant's free slots; a repeated mensagem_id writes nothing.
+
+    Emails past the tenant's daily cap (RELATORIOS_MAX_EMAILS_POR_TENANT_DIA,
+    counted over the last 24 hours, support's own addresses aside) are
+    written `falhou` with the reason: support sees them, and may resend.
+    """
     if not linhas:
         return []
     coluna, valor = referencia if referencia else ("alerta_id", None)
+    vagas.travar(tenant_id)  # the cap's count and the inserts, one at a time
+    cota = _cota_de_emails(tenant_id)
     valores = ", ".join(
         # Typed: a VALUES list whose webhook_id is NULL in every row would
         # otherwise be text.
-        ["(%s, %s::bigint, %s, %s, %s::bigint, %s::jsonb, %s::jsonb, %s::bigint)"]
+        [
+            "(%s, %s::bigint, %s, %s, %s::bigint, %s::jsonb, %s::jsonb, %s::bigint,"
+            " %s, %s)"
+        ]
         * len(linhas)
     )
     parametros: list[Any] = []
     corpo = json.dumps(payload)
-    for mensagem_id, canal, webhook_id, emails in linhas:
+    suporte = {e.lower() for e in settings.RELATORIOS_EMAILS_SUPORTE}
+    for linha in linhas:
+        estado, erro = EstadoEntrega.PENDENTE, ""
+        if (
+            linha.canal == Canal.EMAIL
+            and not {e.lower() for e in linha.emails} <= suporte
+        ):
+            if cota <= 0:
+                estado, erro = EstadoEntrega.FALHOU, _ACIMA_DA_COTA
+            cota -= 1
         parametros += [
-            mensagem_id,
+            linha.mensagem_id,
             tenant_id,
-            canal,
+            linha.canal,
             evento,
-            webhook_id,
-            json.dumps(emails),
-            corpo,
+            linha.webhook_id,
+            json.dumps(linha.emails),
+            corpo if linha.payload is None else json.dumps(linha.payload),
             valor,
+            estado,
+            erro,
         ]
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             INSERT INTO relatorio_entregas
                    (mensagem_id, tenant_id, canal, evento, webhook_id,
-                    destinatarios, payload, {coluna},
-                    estado, tentativas, ultimo_erro, enfileirada_em)
-            SELECT v.*, 'pendente', 0, '', now()
-              FROM (VALUES {valores}) AS v
+                    destinatarios, payload, {coluna}, estado, ultimo_erro, tentativas)
+            SELECT v.*, 0 FROM (VALUES {valores}) AS v
             ON CONFLICT (mensagem_id) DO NOTHING
-            RETURNING id
+            RETURNING id, estado
             """,
             parametros,
         )
-        novas = [linha[0] for linha in cursor.fetchall()]
-    enfileirar(entrega_ids=novas)
-    return novas
-
-
-def enfileirar(*, entrega_ids: list[int], quando: datetime | None = None) -> None:
-    """One queue message per delivery, due at `quando` (None: now), in the
-    caller's transaction."""
-    for entrega_id in entrega_ids:
-        mensagens.enfileirar(
-            mensagens.TAREFA_ENTREGA,
-            entrega_id,
-            nome=f"entrega-{entrega_id}",
-            timeout=prazo_de_envio_s(),
-            quando=quando,
+        escritas = cursor.fetchall()
+    recusadas = sum(1 for _, estado in escritas if estado == EstadoEntrega.FALHOU)
+    if recusadas:
+        metricas.emails_acima_da_cota(recusadas)
+        logger.warning(
+            "cota diária de e-mails do tenant atingida",
+            extra={"tenant_id": tenant_id, "evento": evento, "recusadas": recusadas},
         )
+    despachar(tenant_id=tenant_id)
+    return [entrega_id for entrega_id, _ in escritas]
 
 
-def prazo_de_envio_s() -> int:
-    """How long one attempt may take: the sender's lease, and the worker's hard stop."""
-    return int(
-        2 * settings.RELATORIOS_WEBHOOK_TIMEOUT_S
-        + settings.EMAIL_TIMEOUT
-        + settings.RELATORIOS_MARGEM_HARD_STOP_S
-    )
+_ACIMA_DA_COTA = "limite diário de e-mails do cliente atingido"
+
+
+def _cota_de_emails(tenant_id: int) -> int:
+    """How many more emails the tenant may send in this 24-hour window.
+
+    Counted: emails to addresses the tenant typed (a schedule's recipients).
+    Not counted: the ones the cap refused, support's own addresses, and a
+    job's end to its subscriber (a user's own address, one per request).
+    """
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT count(*) FROM relatorio_entregas
+             WHERE tenant_id = %(tenant)s AND canal = 'email'
+               AND criado_em > now() - interval '24 hours'
+               AND evento NOT IN ('job.pronto', 'job.falhou')
+               AND ultimo_erro <> %(cota)s
+               AND NOT lower(destinatarios ->> 0) = ANY(%(suporte)s)
+            """,
+            {
+                "tenant": tenant_id,
+                "cota": _ACIMA_DA_COTA,
+                "suporte": [e.lower() for e in settings.RELATORIOS_EMAILS_SUPORTE],
+            },
+        )
+        usados = int(cursor.fetchone()[0])
+    return settings.RELATORIOS_MAX_EMAILS_POR_TENANT_DIA - usados
+
+
+def despachar(*, tenant_id: int) -> list[int]:
+    """Queue messages for the tenant's waiting deliveries, up to its slots
+    (`vagas`); in the caller's transaction."""
+    return vagas.despachar(tenant_id=tenant_id)
 
 
 def reenviar(*, entrega_id: int) -> bool:
     """Support's action: a failed (or pending) delivery goes back to pending
-    now, with its attempts reset and a fresh message. False if it was already
+    now, with its attempts reset, and waits for its tenant's slot (past the
+    daily email cap too: support decided). False if it was already
     delivered, or a sender holds it right now."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             """
             UPDATE relatorio_entregas
                SET estado = 'pendente', tentativas = 0, proxima_em = now(),
-                   enfileirada_em = now(), em_curso_ate = NULL
+                   enfileirada_em = NULL, em_curso_ate = NULL
              WHERE id = %s AND estado IN ('pendente', 'falhou')
                AND (em_curso_ate IS NULL OR em_curso_ate < now())
+            RETURNING tenant_id
             """,
             [entrega_id],
         )
-        feito = cursor.rowcount == 1
-        if feito:
-            enfileirar(entrega_ids=[entrega_id])
-    if feito:
+        linha = cursor.fetchone()
+        if linha is not None:
+            despachar(tenant_id=linha[0])
+    if linha is not None:
         logger.info("entrega reenviada", extra={"entrega_id": entrega_id})
-    return feito
+    return linha is not None
 
 
 def varrer() -> VarreduraDeEntregas:
     """One pass over what nobody else will fix; safe with any number of copies.
 
-    The cluster's supervisor must call it on every sweep, next to
-    `services.varrer()`.
+    The cluster's supervisor calls it on every sweep, next to
+    `jobs.varredura.varrer()`.
 
     1. Subscriptions of jobs that already ended (a request subscribed while
        the job was finishing) get their email delivery; deterministic ids
        keep it to one per address and end.
-    2. Lost messages: pending deliveries due for more than
+    2. Deliveries waiting for a slot whose time has come (a retry's backoff
+       elapsed, a dispatch lost with a crash) are dispatched, tenant by
+       tenant, up to each one's free slots.
+    3. Lost messages: deliveries in flight for more than
        RELATORIOS_REENFILEIRAR_APOS_S, not held by a sender, whose message is
-       that old and no longer waiting in the queue, get a new one (a
-       duplicate is harmless: the claim is guarded).
+       no longer waiting in the queue, get a new one (a duplicate is
+       harmless: the claim is guarded).
     """
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
@@ -510,9 +601,13 @@ def varrer() -> VarreduraDeEntregas:
             {"url_base": settings.RELATORIOS_URL_BASE},
         )
         atendidas = [linha[0] for linha in cursor.fetchall()]
-        enfileirar(entrega_ids=atendidas)
+    despachadas = sum(
+        len(despachar(tenant_id=tenant_id)) for tenant_id in vagas.tenants_com_espera()
+    )
     resultado = VarreduraDeEntregas(
-        inscricoes_atendidas=len(atendidas), reenfileiradas=_reenfileirar_perdidas()
+        inscricoes_atendidas=len(atendidas),
+        despachadas=despachadas,
+        reenfileiradas=_reenfileirar_perdidas(),
     )
     if resultado.inscricoes_atendidas or resultado.reenfileiradas:
         logger.info("varredura de entregas", extra=vars(resultado))
@@ -523,8 +618,7 @@ def _reenfileirar_perdidas() -> int:
     limite = settings.RELATORIOS_REENFILEIRAR_APOS_S
     antes = Now() - timedelta(seconds=limite)
     candidatas = list(
-        Entrega.objects.filter(estado="pendente", proxima_em__lte=antes)
-        .filter(Q(enfileirada_em__isnull=True) | Q(enfileirada_em__lt=antes))
+        Entrega.objects.filter(estado="pendente", enfileirada_em__lt=antes)
         .filter(Q(em_curso_ate__isnull=True) | Q(em_curso_ate__lt=Now()))
         .values_list("id", flat=True)[:1000]
     )
@@ -534,8 +628,7 @@ def _reenfileirar_perdidas() -> int:
         reservar="""
             UPDATE relatorio_entregas SET enfileirada_em = now()
              WHERE id = ANY(%s) AND estado = 'pendente'
-               AND (enfileirada_em IS NULL
-                    OR enfileirada_em < now() - make_interval(secs => %s))
+               AND enfileirada_em < now() - make_interval(secs => %s)
             RETURNING id
         """,
         limite_s=limite,
@@ -545,8 +638,8 @@ def _reenfileirar_perdidas() -> int:
 
 
 def _enfileirar_perdidas(linhas: list[tuple[Any, ...]]) -> None:
-    enfileirar(entrega_ids=[entrega_id for (entrega_id,) in linhas])
     for (entrega_id,) in linhas:
+        vagas.enfileirar(entrega_id)
         logger.warning(
             "mensagem perdida: entrega reenfileirada", extra={"entrega_id": entrega_id}
         )

@@ -118,6 +118,18 @@ ENTREGAS_TENTATIVAS_FALHAS = Counter(
     "Delivery attempts that failed (a retry may still succeed).",
     ["canal"],
 )
+EMAILS_ACIMA_DA_COTA = Counter(
+    "relatorios_emails_acima_da_cota",
+    "Emails not sent because their tenant reached "
+    "RELATORIOS_MAX_EMAILS_POR_TENANT_DIA (written falhou, resendable).",
+)
+ARQUIVOS_GERADOS = Histogram(
+    "relatorios_arquivos_gerados_segundos",
+    "Files built from a finished result (once per result, then stored), by "
+    "format: how long each build took.",
+    ["formato"],
+    buckets=(0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+)
 ALERTAS_ABERTOS = Counter(
     "relatorios_alertas_abertos_eventos",
     "Absence alerts opened (a scheduled report not pronto by its deadline).",
@@ -197,6 +209,14 @@ def entrega(*, canal: str, evento: str, estado: str | None, ok: bool) -> None:
         ENTREGAS.labels(
             rotulo, estado, assunto if assunto in _ASSUNTOS else "outro"
         ).inc()
+
+
+def emails_acima_da_cota(n: int) -> None:
+    EMAILS_ACIMA_DA_COTA.inc(n)
+
+
+def arquivo_gerado(*, formato: str, segundos: float) -> None:
+    ARQUIVOS_GERADOS.labels(formato).observe(segundos)
 
 
 def alerta_aberto() -> None:

@@ -449,7 +449,7 @@ def test_pronto_depois_do_prazo_abre_e_fecha_o_alerta(tenant) -> None:
     assert not alerta.aberto
 
 
-def test_alerta_sem_webhooks_gera_um_email_para_destinatarios_e_suporte(
+def test_alerta_sem_webhooks_gera_um_email_a_cada_destinatario_e_ao_suporte(
     tenant, settings
 ) -> None:
     settings.RELATORIOS_EMAILS_SUPORTE = ["suporte@relatorios.com"]
@@ -457,10 +457,13 @@ def test_alerta_sem_webhooks_gera_um_email_para_destinatarios_e_suporte(
     agora = agendamento.proximo_disparo + timedelta(hours=4)
     alertas.verificar(agora=agora)
     alertas.verificar(agora=agora + timedelta(minutes=1))
-    entrega = Entrega.objects.get()
-    assert (entrega.canal, entrega.evento) == ("email", "alerta.aberto")
-    assert entrega.destinatarios == ["contab@rede.com", "suporte@relatorios.com"]
-    assert entrega.alerta_id == Alerta.objects.get().pk
+    entregas = Entrega.objects.order_by("id")
+    assert {(e.canal, e.evento) for e in entregas} == {("email", "alerta.aberto")}
+    assert [e.destinatarios for e in entregas] == [
+        ["contab@rede.com"],
+        ["suporte@relatorios.com"],
+    ]
+    assert {e.alerta_id for e in entregas} == {Alerta.objects.get().pk}
 
 
 def test_verificador_so_olha_o_agendamento_quando_um_prazo_vence(tenant) -> None:

@@ -28,7 +28,6 @@ from relatorios.models import (
     Agendamento,
     Alerta,
     Entrega,
-    EstadoEntrega,
     Evento,
     Ocorrencia,
     RelatorioJob,
@@ -36,7 +35,7 @@ from relatorios.models import (
     Tenant,
     Webhook,
 )
-from relatorios.notificacoes import entrega, links
+from relatorios.notificacoes import links
 from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers
 from tests.api.test_xlsx import VENDAS
@@ -82,8 +81,7 @@ def entregas() -> list[Entrega]:
 
 
 def enviar_todas() -> None:
-    for pendente in Entrega.objects.filter(estado=EstadoEntrega.PENDENTE):
-        entrega.entregar(entrega_id=pendente.pk)
+    helpers.entregar_em_voo()
 
 
 def test_pronto_entrega_uma_vez_a_cada_destinatario_e_ao_webhook_nomeado(
@@ -342,10 +340,10 @@ def test_poucos_alertas_numa_passada_vao_um_a_um(
 
     assert Alerta.objects.count() == settings.RELATORIOS_ALERTAS_RESUMO_APOS == 3
     assert not Entrega.objects.filter(evento=Evento.ALERTAS_RESUMO).exists()
-    assert (
-        Entrega.objects.filter(evento="alerta.aberto", canal="email").count()
-        == Alerta.objects.count()
-    )
+    # One message per alert and recipient: nobody sees another's address.
+    emails = Entrega.objects.filter(evento="alerta.aberto", canal="email")
+    assert emails.count() == Alerta.objects.count() * len(CONTABILIDADE)
+    assert {len(e.destinatarios) for e in emails} == {1}
 
 
 def test_o_painel_mostra_a_ultima_entrega_de_cada_agendamento(tenant: Tenant) -> None:

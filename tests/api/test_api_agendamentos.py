@@ -144,6 +144,76 @@ def test_agendamento_de_outro_tenant_e_404(
     assert Agendamento.objects.get().ativo
 
 
+def patch(cliente: Client, caminho: str, corpo: Any) -> Any:
+    return cliente.patch(
+        caminho, data=json.dumps(corpo), content_type="application/json"
+    )
+
+
+def test_patch_muda_quem_recebe_e_como_e_so_isso(cliente: Client) -> None:
+    criado = post(cliente, "/relatorios/agendamentos", AGENDAMENTO).json()
+    caminho = f"/relatorios/agendamentos/{criado['id']}"
+
+    so_destinatarios = patch(
+        cliente, caminho, {"destinatarios": ["Ana@Rede.com", "bia@rede.com"]}
+    )
+    so_entrega = patch(cliente, caminho, {"entrega": "link"})
+
+    assert so_destinatarios.status_code == 200
+    assert so_destinatarios.json()["destinatarios"] == ["ana@rede.com", "bia@rede.com"]
+    assert so_destinatarios.json()["entrega"] == "anexo"
+    assert so_entrega.json()["destinatarios"] == ["ana@rede.com", "bia@rede.com"]
+    assert so_entrega.json()["entrega"] == "link"
+    assert so_entrega.json()["cron"] == AGENDAMENTO["cron"]
+
+
+@pytest.mark.parametrize(
+    ("corpo", "campo"),
+    [
+        ({"cron": "* * * * *"}, "cron"),
+        ({"destinatarios": ["não é e-mail"]}, "destinatarios"),
+        ({"destinatarios": None}, "destinatarios"),
+        ({"entrega": "pombo"}, "entrega"),
+        ({"webhooks": [987654]}, "webhooks"),
+        (["destinatarios"], "corpo"),
+    ],
+)
+def test_patch_invalido_e_400_que_nomeia_o_campo_e_nao_muda_nada(
+    cliente: Client, corpo: Any, campo: str
+) -> None:
+    criado = post(cliente, "/relatorios/agendamentos", AGENDAMENTO).json()
+    resposta = patch(cliente, f"/relatorios/agendamentos/{criado['id']}", corpo)
+    assert resposta.status_code == 400
+    assert resposta.json()["campo"] == campo
+    antes = {k: v for k, v in criado.items() if k not in ("ocorrencias",)}
+    depois = cliente.get(f"/relatorios/agendamentos/{criado['id']}").json()
+    assert {k: depois[k] for k in antes} == antes
+
+
+def test_patch_de_agendamento_alheio_ou_excluido_e_404(
+    cliente: Client, outro_tenant: Tenant
+) -> None:
+    _, token_b = helpers.criar_usuario(outro_tenant)
+    alheio = post(
+        helpers.cliente_com_token(token_b), "/relatorios/agendamentos", AGENDAMENTO
+    ).json()
+    proprio = post(cliente, "/relatorios/agendamentos", AGENDAMENTO).json()
+    cliente.delete(f"/relatorios/agendamentos/{proprio['id']}")
+    corpo = {"destinatarios": ["intruso@x.com"]}
+
+    assert (
+        patch(cliente, f"/relatorios/agendamentos/{alheio['id']}", corpo).status_code
+        == 404
+    )
+    assert (
+        patch(cliente, f"/relatorios/agendamentos/{proprio['id']}", corpo).status_code
+        == 404
+    )
+    assert Agendamento.objects.get(pk=alheio["id"]).destinatarios == [
+        "contabilidade@rede.com"
+    ]
+
+
 @pytest.mark.parametrize("ident", ["0", "99999999999999999999"])
 def test_id_fora_do_intervalo_e_404(cliente: Client, ident: str) -> None:
     assert cliente.get(f"/relatorios/agendamentos/{ident}").status_code == 404

@@ -373,7 +373,7 @@ PERMITIDOS = {
     "/relatorios/jobs/1/": {"GET", "HEAD", "OPTIONS"},
     "/relatorios/jobs/1/resultado.csv": {"GET", "HEAD", "OPTIONS"},
     "/relatorios/agendamentos": {"GET", "HEAD", "POST", "OPTIONS"},
-    "/relatorios/agendamentos/1": {"GET", "HEAD", "DELETE", "OPTIONS"},
+    "/relatorios/agendamentos/1": {"GET", "HEAD", "PATCH", "DELETE", "OPTIONS"},
     "/relatorios/agendamentos/1/pausar": {"POST", "OPTIONS"},
     "/relatorios/agendamentos/1/retomar": {"POST", "OPTIONS"},
     "/relatorios/alertas": {"GET", "HEAD", "OPTIONS"},

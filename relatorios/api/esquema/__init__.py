@@ -21,6 +21,7 @@ the layout.
 from __future__ import annotations
 
 from relatorios.api.esquema.agendamentos import (
+    alterar_entrega_do_agendamento,
     criar_agendamento,
     excluir_agendamento,
     listar_agendamentos,
@@ -61,6 +62,7 @@ __all__ = [
     "EsquemaDoSubmeter",
     "EsquemaDoToken",
     "acrescentar_links",
+    "alterar_entrega_do_agendamento",
     "criar_agendamento",
     "criar_webhook",
     "excluir_agendamento",

@@ -84,6 +84,25 @@ class NovoAgendamentoSerializer(serializers.Serializer):
     )
 
 
+class EntregaDoAgendamentoSerializer(serializers.Serializer):
+    """PATCH's body: who gets the schedule's reports and how; a field left
+    out stays as it is."""
+
+    destinatarios = serializers.ListField(
+        child=serializers.EmailField(max_length=EMAIL_MAX),
+        required=False,
+        help_text="Até `RELATORIOS_MAX_DESTINATARIOS` e-mails. Quem sai da lista "
+        "deixa de receber, e os links que já recebeu deixam de abrir (410).",
+    )
+    entrega = serializers.ChoiceField(choices=FormaDeEntrega.choices, required=False)
+    webhooks = serializers.ListField(
+        child=serializers.IntegerField(min_value=1),
+        required=False,
+        help_text="Ids de webhooks ativos do tenant; um webhook que sai da lista "
+        "deixa de receber, e os links que recebeu deixam de abrir.",
+    )
+
+
 class OcorrenciaSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     planejado_para = serializers.DateTimeField()
@@ -196,6 +215,20 @@ excluir_agendamento = extend_schema(
     summary="Exclui um agendamento",
     parameters=cabecalhos(),
     responses={204: None, 404: E404, **COMUNS},
+)
+alterar_entrega_do_agendamento = extend_schema(
+    operation_id="alterar_entrega_do_agendamento",
+    tags=["agendamentos"],
+    summary="Muda quem recebe os relatórios de um agendamento, e como",
+    description=(
+        "Só os campos enviados mudam. O que o agendamento gera e quando não "
+        "mudam aqui: isso é outro agendamento. Quem sai da lista de "
+        "destinatários (ou de webhooks) deixa de receber, e os links de "
+        "download que recebeu deixam de abrir (410)."
+    ),
+    request=EntregaDoAgendamentoSerializer,
+    parameters=cabecalhos(),
+    responses={200: _DETALHE, 400: E400, 404: E404, 413: E413, **COMUNS},
 )
 pausar_agendamento = extend_schema(
     operation_id="pausar_agendamento",

@@ -102,7 +102,8 @@ def limites_configurados(result: dict[str, Any], **kwargs: Any) -> dict[str, Any
     """Postprocessing hook: the limits that are settings, as they are set when
     the schema is generated (a declaration would read them at import)."""
     componentes = result.get("components", {}).get("schemas", {})
-    novo = componentes.get("NovoAgendamento", {}).get("properties", {})
-    if "destinatarios" in novo:
-        novo["destinatarios"]["maxItems"] = settings.RELATORIOS_MAX_DESTINATARIOS
+    for nome in ("NovoAgendamento", "PatchedEntregaDoAgendamento"):
+        campos = componentes.get(nome, {}).get("properties", {})
+        if "destinatarios" in campos:
+            campos["destinatarios"]["maxItems"] = settings.RELATORIOS_MAX_DESTINATARIOS
     return result

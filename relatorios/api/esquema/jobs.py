@@ -373,18 +373,50 @@ resultado_xlsx = extend_schema(
     description=(
         "Uma planilha com números como números, datas como datas, dinheiro com "
         "formato de moeda, cabeçalho congelado e uma linha de totais com "
-        "fórmulas `SUM`. Os erros são JSON como em toda a API."
+        "fórmulas `SUM`. Os erros são JSON como em toda a API.\n\n"
+        "O arquivo de um resultado é gerado uma vez, no primeiro pedido, e "
+        "servido do que foi guardado nos seguintes. Enquanto outro pedido o "
+        "gera, a resposta é 503 (ou 429, se o mesmo cliente já gera outro "
+        "arquivo) com `Retry-After`. Acima de `RELATORIOS_XLSX_MAX_LINHAS` "
+        "linhas (250.000) não há planilha: baixe o CSV."
     ),
-    parameters=cabecalhos(),
+    parameters=cabecalhos(retry_after(503)),
     responses={
         (200, excel.TIPO_DE_CONTEUDO): OpenApiResponse(
             OpenApiTypes.BINARY, description="O arquivo (`Content-Disposition`)."
         ),
         404: E404,
         409: erro(
-            "O job ainda não está pronto (ou falhou).",
+            "O job ainda não está pronto (ou falhou), ou o resultado é grande "
+            "demais para uma planilha.",
             ("pendente", {"erro": "o relatório não está pronto (status: pendente)"}),
+            (
+                "grande demais",
+                {
+                    "erro": "o resultado tem 300000 linhas, acima do limite de "
+                    "250000 para .xlsx: baixe o CSV"
+                },
+            ),
         ),
         **DOWNLOADS,
+        429: erro(
+            "Limite de pedidos por token excedido, ou o cliente já gera outro "
+            "arquivo agora; `Retry-After` diz quando tentar de novo.",
+            (
+                "outro arquivo",
+                {
+                    "erro": "outro arquivo deste cliente está sendo gerado: tente "
+                    "de novo em 5 s"
+                },
+            ),
+        ),
+        503: erro(
+            "O arquivo está sendo gerado por outro pedido (ou este servidor gera "
+            "outro agora); `Retry-After` diz quando tentar de novo.",
+            (
+                "sendo gerado",
+                {"erro": "este arquivo está sendo gerado: tente de novo em 5 s"},
+            ),
+        ),
     },
 )

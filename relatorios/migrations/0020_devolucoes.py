@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('relatorios', '0018_entrega_dos_agendados'),
+        ('relatorios', '0019_trabalho_do_tenant'),
     ]
 
     operations = [
