@@ -36,6 +36,7 @@ PEDIDOS: list[tuple[str, dict[str, Any]]] = [
     ("vendas", {"inicio": "2025-01-01", "fim": "2025-12-31", "agrupar": "dia"}),
     ("comissoes", {"inicio": "2025-01-01", "fim": "2025-12-31", "agrupar": "mes"}),
     ("estoque", {"inicio": "2025-07-01", "fim": "2025-12-31"}),
+    ("fechamento", {"inicio": "2025-12-01", "fim": "2025-12-31"}),
 ]
 # Transaction control and the per-chunk settings are the job machinery's, not
 # the report's SQL.

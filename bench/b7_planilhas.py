@@ -3,8 +3,8 @@
 One `pronto` job of 100,000 sales lines (10,000 with --quick) is written to
 the database in SQL; then, for each format, a fresh Python process sets
 Django up, takes the job as the download view does, and writes the whole
-file (tipos.excel.gravar_xlsx; tipos.planilha.linhas_csv). It prints the
-seconds and its resident memory before and at its peak (VmHWM): the peak
+file (apresentacao.excel.gravar_xlsx; apresentacao.planilha.gravar_csv). It
+prints the seconds and its resident memory before and at its peak (VmHWM): the peak
 over the baseline is what producing the file cost in memory, which must not
 grow with the number of lines (XlsxWriter's constant_memory, a server-side
 cursor).
@@ -107,9 +107,9 @@ def _filho(formato: str, job_id: int) -> None:
     import django
 
     django.setup()
+    from relatorios.apresentacao import excel, planilha
     from relatorios.jobs import consultas
     from relatorios.models import RelatorioJob
-    from relatorios.tipos import excel, planilha
 
     tenant_id = RelatorioJob.objects.values_list("tenant_id", flat=True).get(pk=job_id)
     # What the download views read (api/jobs.py): the job without its result.
@@ -125,8 +125,7 @@ def _filho(formato: str, job_id: int) -> None:
         if formato == "xlsx":
             excel.gravar_xlsx(job, arquivo)
         else:
-            for parte in planilha.linhas_csv(job):
-                arquivo.write(parte.encode("utf-8"))
+            planilha.gravar_csv(job, arquivo)
         tamanho = arquivo.tell()
     segundos = time.monotonic() - inicio
     print(

@@ -35,8 +35,10 @@ class RelatoriosConfig(AppConfig):
         from django_q.signals import post_spawn
 
         from relatorios.jobs import execucao
+        from relatorios.tipos.verificacao import verificar_tipos
 
         post_spawn.connect(execucao.instalar_sinais, dispatch_uid="relatorios-sinais")
+        checks.register(verificar_tipos)
         checks.register(verificar_timeouts)
         checks.register(verificar_chave_secreta)
         checks.register(verificar_email, checks.Tags.security, deploy=True)

@@ -9,11 +9,35 @@ from typing import Any
 
 import psycopg
 from django.db.backends.utils import CursorWrapper
+from rest_framework import serializers
 
+from relatorios.models.erp import Loja, Venda
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio, meses
+from relatorios.tipos.colunas import Coluna
 
 
-class TimeoutDeTeste(TipoRelatorio):
+class LinhaDeTesteSerializer(serializers.Serializer):
+    loja = serializers.CharField()
+    nome = serializers.CharField()
+
+
+class ResultadoDeTesteSerializer(serializers.Serializer):
+    linhas = LinhaDeTesteSerializer(many=True, required=False)
+
+
+class DeTeste(TipoRelatorio):
+    """The parts every type declares (tipos.verificacao), here the test
+    Fechamento's table of stores: the other types exercise the job
+    machinery, and a table is their placeholder."""
+
+    colunas = (Coluna("loja", "loja"), Coluna("nome", "nome"))
+    grafico = None
+    resultado = ResultadoDeTesteSerializer
+    exemplo = {"linhas": [{"loja": "L001", "nome": "Loja Centro"}]}
+    tabelas_erp = (Loja,)
+
+
+class TimeoutDeTeste(DeTeste):
     """The type's time budget from RELATORIOS_TESTE_TIMEOUT_S, when set."""
 
     def timeout(self) -> int:
@@ -22,11 +46,12 @@ class TimeoutDeTeste(TipoRelatorio):
         )
 
 
-class Quebrado(TipoRelatorio):
+class Quebrado(DeTeste):
     """A report with a bug: it fails on its first chunk."""
 
     tipo = "teste_quebrado"
     titulo = "Quebrado"
+    tabelas_erp = ()
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
@@ -49,11 +74,12 @@ class Quebrado(TipoRelatorio):
         return {}
 
 
-class Lento(TipoRelatorio):
+class Lento(DeTeste):
     """One chunk per month, each a pg_sleep of RELATORIOS_TESTE_PAUSA_S seconds."""
 
     tipo = "teste_lento"
     titulo = "Lento"
+    tabelas_erp = ()
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
@@ -84,6 +110,7 @@ class Contado(TimeoutDeTeste, Lento):
 
     tipo = "teste_contado"
     titulo = "Contado"
+    tabelas_erp = (Venda,)
 
     def gerar_parte(
         self,
@@ -123,6 +150,7 @@ class Dorminhoco(TimeoutDeTeste):
 
     tipo = "teste_dorminhoco"
     titulo = "Dorminhoco"
+    tabelas_erp = ()
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]
@@ -145,7 +173,7 @@ class Dorminhoco(TimeoutDeTeste):
         return {}
 
 
-class Fechamento(TipoRelatorio):
+class Fechamento(DeTeste):
     """The monthly close of seed 004's story: it fails on bad data (a store
     without a name) until support fixes the data and runs it again."""
 
@@ -186,12 +214,29 @@ class Fechamento(TipoRelatorio):
         return {"linhas": linhas, "totais": {"lojas": len(linhas)}}
 
 
+class LinhaVolumosoSerializer(serializers.Serializer):
+    loja = serializers.CharField()
+    produto = serializers.CharField()
+    receita = serializers.CharField()
+    itens = serializers.IntegerField()
+
+
+class ResultadoVolumosoSerializer(serializers.Serializer):
+    linhas = LinhaVolumosoSerializer(many=True)
+
+
 class Volumoso(TipoRelatorio):
     """A result of RELATORIOS_TESTE_LINHAS lines (default 2,000), made in SQL in
     one chunk: a large workbook without an ERP's worth of data."""
 
     tipo = "teste_volumoso"
     titulo = "Volumoso"
+    # Its keys as titles, as text: the workbook is about size, not formats.
+    colunas = tuple(Coluna(c, c) for c in ("loja", "produto", "receita", "itens"))
+    grafico = None
+    resultado = ResultadoVolumosoSerializer
+    exemplo = {"linhas": []}
+    tabelas_erp = ()
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]

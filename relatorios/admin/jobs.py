@@ -40,11 +40,12 @@ from django.views.decorators.http import require_POST
 from relatorios.admin import comum, indicadores
 from relatorios.admin.comum import FiltroTipo, SomenteLeitura, Textos, curto
 from relatorios.admin.paginacao import PaginadorEstimado
+from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, suporte
 from relatorios.jobs.suporte import Acao
 from relatorios.models import RelatorioJob, Status, Tenant
 from relatorios.models.jobs import ATIVOS
-from relatorios.tipos import planilha
+from relatorios.operacao.downloads import resposta_de_download
 
 # How much of params/resultado/checkpoint/traceback the change view shows.
 LIMITE_DO_TRECHO = 20_000
@@ -386,7 +387,12 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
         )
         if job is None or job.status != Status.PRONTO:
             raise Http404
-        return planilha.resposta_csv(job)
+        return resposta_de_download(
+            planilha.linhas_csv(job),
+            nome=planilha.nome_do_arquivo(job),
+            tamanho=None,
+            tipo_de_conteudo=planilha.TIPO_DE_CONTEUDO,
+        )
 
     # --- bulk actions ---------------------------------------------------------------
 

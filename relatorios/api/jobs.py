@@ -25,13 +25,13 @@ from relatorios.api.serializers import (
     JobFalhouSerializer,
     JobProntoSerializer,
 )
+from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, pedidos
 from relatorios.models import RelatorioJob, Status
 from relatorios.models.jobs import ATIVOS
 from relatorios.notificacoes import arquivos
 from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.operacao.downloads import resposta_de_download
-from relatorios.tipos import planilha
 
 # Seed 000: a client polling a pending job should come back in two seconds.
 
@@ -163,7 +163,13 @@ class ResultadoCsv(_ArquivoDoResultado):
 
     @esquema.resultado_csv
     def get(self, request: Request, job_id: int) -> HttpResponseBase:
-        return planilha.resposta_csv(self.arquivo(request, job_id))
+        job = self.arquivo(request, job_id)
+        return resposta_de_download(
+            planilha.linhas_csv(job),
+            nome=planilha.nome_do_arquivo(job),
+            tamanho=None,
+            tipo_de_conteudo=planilha.TIPO_DE_CONTEUDO,
+        )
 
 
 class ArquivoOcupado(exceptions.APIException):

@@ -121,3 +121,30 @@ class MovimentoEstoque(models.Model):
 
     def __str__(self) -> str:
         return f"movimento {self.pk}"
+
+
+class Devolucao(models.Model):
+    """Goods of a sale line brought back to a store (any of the tenant's) and
+    refunded: the monthly close subtracts them from revenue."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, db_index=False)
+    loja = models.ForeignKey(Loja, on_delete=models.CASCADE, db_index=False)
+    venda = models.ForeignKey(Venda, on_delete=models.CASCADE, db_index=False)
+    data_hora = models.DateTimeField()
+    quantidade = models.IntegerField()
+    valor = models.DecimalField(max_digits=14, decimal_places=2)
+
+    class Meta:
+        db_table = "erp_devolucoes"
+        verbose_name = "devolução"
+        verbose_name_plural = "devoluções"
+        indexes = [
+            # fechamento: WHERE tenant_id = %s AND data_hora in [two months).
+            models.Index(
+                fields=["tenant", "data_hora"], name="erp_devolucoes_tenant_data"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"devolução {self.pk}"

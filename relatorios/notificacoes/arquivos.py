@@ -39,9 +39,9 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 from django.db.backends.utils import CursorWrapper
 
+from relatorios.apresentacao import excel
 from relatorios.models import RelatorioJob
 from relatorios.operacao import metricas
-from relatorios.tipos import excel
 
 logger = logging.getLogger(__name__)
 

@@ -14,9 +14,10 @@ from django.db import connection
 from django.template.loader import render_to_string
 
 from relatorios import tipos
+from relatorios.apresentacao import celulas
 from relatorios.models import Evento
 from relatorios.notificacoes import enderecos
-from relatorios.tipos import apresentacao
+from relatorios.tipos.colunas import Coluna
 from relatorios.tipos.normalizacao import ErroDeParametro
 
 logger = logging.getLogger(__name__)
@@ -232,19 +233,19 @@ def _resumo_de_alertas(dados: Mapping[str, Any]) -> Email:
 def _totais(tipo: str, totais: Mapping[str, Any]) -> list[tuple[str, str]]:
     # The table's own columns and formats: what the page's totals row shows.
     return [
-        (coluna.titulo, apresentacao.na_pagina(coluna, totais[coluna.campo]))
-        for coluna in apresentacao.colunas(tipo, None)
+        (coluna.titulo, celulas.na_pagina(coluna, totais[coluna.campo]))
+        for coluna in celulas.colunas(tipo, None)
         if coluna.numerica and coluna.campo in totais
     ]
 
 
 def _periodo(inicio: Any, fim: Any) -> str:
-    coluna = apresentacao.Coluna("periodo", "Período", "periodo")
+    coluna = Coluna("periodo", "Período", "periodo")
     if not inicio or not fim:
         return "—"
     de, ate = (
-        apresentacao.na_pagina(coluna, inicio),
-        apresentacao.na_pagina(coluna, fim),
+        celulas.na_pagina(coluna, inicio),
+        celulas.na_pagina(coluna, fim),
     )
     return de if de == ate else f"{de} a {ate}"
 

@@ -21,10 +21,10 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from relatorios.apresentacao import planilha
 from relatorios.notificacoes import arquivos, links
 from relatorios.operacao import acesso
 from relatorios.operacao.downloads import resposta_de_download
-from relatorios.tipos import planilha
 
 # Our tokens are a few dozen characters; a longer path is not one of them.
 TOKEN_MAX = 512
@@ -53,7 +53,12 @@ def baixar(request: HttpRequest, token: str) -> HttpResponseBase:
     try:
         guardado = arquivos.obter(download.job, na_web=True)
     except arquivos.GrandeDemais:
-        resposta = planilha.resposta_csv(download.job)
+        resposta = resposta_de_download(
+            planilha.linhas_csv(download.job),
+            nome=planilha.nome_do_arquivo(download.job),
+            tamanho=None,
+            tipo_de_conteudo=planilha.TIPO_DE_CONTEUDO,
+        )
     except arquivos.Ocupado as ocupado:
         return _volte_depois(
             request, 429 if ocupado.do_tenant else 503, ocupado.espera_s, str(ocupado)

@@ -1,4 +1,5 @@
-"""The managers' request form: collects raw values, `services` validates them.
+"""The managers' request form: collects raw values, `pedidos.submeter`
+validates them.
 
 Only presence is checked here; dates, periods and stores are checked by the
 same normalization as the API, and its errors are shown at the field.
@@ -50,9 +51,9 @@ class PedidoForm(forms.Form):
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("prefix", tipo.tipo)
+        inicio, fim = tipo.periodo_sugerido(hoje)
         kwargs.setdefault(
-            "initial",
-            {"inicio": hoje.replace(day=1).isoformat(), "fim": hoje.isoformat()},
+            "initial", {"inicio": inicio.isoformat(), "fim": fim.isoformat()}
         )
         super().__init__(*args, **kwargs)
         self.tipo = tipo

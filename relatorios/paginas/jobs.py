@@ -20,13 +20,14 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from relatorios import tipos
+from relatorios.apresentacao import celulas, grafico
 from relatorios.jobs import consultas, pedidos
 from relatorios.models import RelatorioJob, Status
 from relatorios.models.jobs import ATIVOS, linhas_do_resultado
 from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
 from relatorios.paginas.forms import PedidoForm
-from relatorios.tipos import apresentacao, grafico, normalizacao
+from relatorios.tipos import normalizacao
 
 # Lines of a result shown on the page; the CSV has them all.
 LINHAS_NA_PAGINA = 500
@@ -263,12 +264,12 @@ def _tabela(job: RelatorioJob) -> dict[str, Any]:
         # A result without lines (not a table): shown as it is.
         return {"resultado_bruto": resumo.resto}
     linhas = list(linhas_do_resultado(job, limite=LINHAS_NA_PAGINA))
-    colunas = apresentacao.colunas(job.tipo, linhas[0] if linhas else None)
+    colunas = celulas.colunas(job.tipo, linhas[0] if linhas else None)
     return {
         "colunas": colunas,
         "numericas": {i for i, c in enumerate(colunas) if c.numerica},
-        "linhas": [apresentacao.linha_na_pagina(colunas, linha) for linha in linhas],
-        "totais": apresentacao.totais_na_pagina(colunas, resumo.resto.get("totais")),
+        "linhas": [celulas.linha_na_pagina(colunas, linha) for linha in linhas],
+        "totais": celulas.totais_na_pagina(colunas, resumo.resto.get("totais")),
         "n_linhas": resumo.n_linhas,
         "linhas_cortadas": resumo.n_linhas > len(linhas),
         "url_csv": reverse("resultado_csv", args=[job.pk]),

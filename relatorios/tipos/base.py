@@ -10,9 +10,12 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 from django.conf import settings
+from django.db import models
 from django.db.backends.utils import CursorWrapper
+from rest_framework import serializers
 
 from relatorios.tipos import normalizacao
+from relatorios.tipos.colunas import Coluna, Grafico
 
 Parte = dict[str, Any]
 Parcial = dict[str, Any]
@@ -28,17 +31,35 @@ class Contexto:
 
 
 class TipoRelatorio(ABC):
-    """A report type: its name, its parameters and how to compute it in chunks.
+    """A report type: its name, its parameters, how to compute it in chunks,
+    and what people and programs see of its result.
 
     The worker calls `partes` once (a cursor outside any transaction: at most a
     small query), then `gerar_parte` for each chunk (each in its own read-only
     transaction under the type's statement timeout, saving progress in
     between), then `combinar` with the partial results in order.
     Partial results must be JSON (money as strings): they are checkpointed.
+
+    Its identity is declared on the class, every part of it (a system check,
+    `tipos.verificacao`, refuses a type missing one): `colunas`, `grafico`,
+    `resultado`, `exemplo` and `tabelas_erp` below.
     """
 
     tipo: ClassVar[str]
     titulo: ClassVar[str]
+    # A line of the result as people see it, in order: on the job page, in
+    # emails, in the CSV and in the .xlsx (its formats, widths, totals).
+    colunas: ClassVar[tuple[Coluna, ...]]
+    # The chart above the table on the job page; None: the table alone.
+    grafico: ClassVar[Grafico | None]
+    # The `resultado` of a `pronto` job in the API and in its OpenAPI
+    # contract: a serializer whose `linhas` hold `colunas` (documentation:
+    # nothing is serialized through it).
+    resultado: ClassVar[type[serializers.Serializer]]
+    # One `resultado`, the contract's example (it must fit `resultado`).
+    exemplo: ClassVar[dict[str, Any]]
+    # The ERP tables (models of relatorios/models/erp.py) its SQL reads.
+    tabelas_erp: ClassVar[tuple[type[models.Model], ...]]
     # False when `agrupar` does not change the result (it is then left out of
     # the normalized parameters, so that such requests share one job).
     usa_agrupar: ClassVar[bool] = True
@@ -55,6 +76,17 @@ class TipoRelatorio(ABC):
 
     def validade(self) -> int:
         return self.validade_s or settings.RELATORIOS_VALIDADE_S
+
+    def periodo_sugerido(self, hoje: date) -> tuple[date, date]:
+        """The period the managers' request form starts with: this month so far."""
+        return hoje.replace(day=1), hoje
+
+    def dados_de_exemplo(self, cursor: CursorWrapper, tenant_id: int) -> None:
+        """Sample rows for the ERP tables only this type reads, made from the
+        tenant's generated stores, products and sales: `manage.py gerar_dados`
+        calls it after those, with PostgreSQL's random() seeded. The types
+        that read only the shared tables have none."""
+        return
 
     def timeout(self) -> int:
         return self.timeout_s or settings.RELATORIOS_TIMEOUT_S
@@ -85,6 +117,13 @@ class TipoRelatorio(ABC):
 def texto(valor: Decimal | int | None) -> str:
     """Money and other decimals travel as strings, never as floats."""
     return str(valor if valor is not None else Decimal("0"))
+
+
+def dinheiro(ajuda: str = "") -> serializers.DecimalField:
+    """A `resultado` field of money: a decimal string in the API, never a float."""
+    return serializers.DecimalField(
+        max_digits=20, decimal_places=2, coerce_to_string=True, help_text=ajuda
+    )
 
 
 def somar(parciais: Sequence[Parcial], campo: str, tipo: type = Decimal) -> Any:

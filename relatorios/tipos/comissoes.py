@@ -4,16 +4,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db.backends.utils import CursorWrapper
+from rest_framework import serializers
 
+from relatorios.models.erp import Loja, Venda, Vendedor
 from relatorios.tipos.base import (
     Contexto,
     Parcial,
     Parte,
     TipoRelatorio,
+    dinheiro,
     meses,
     somar,
     texto,
 )
+from relatorios.tipos.colunas import PERIODO, Coluna, Grafico
 from relatorios.tipos.sql import (
     FORMATO_PERIODO,
     UNIDADE,
@@ -22,11 +26,66 @@ from relatorios.tipos.sql import (
 )
 
 
+class LinhaComissoesSerializer(serializers.Serializer):
+    periodo = serializers.CharField()
+    vendedor_id = serializers.IntegerField()
+    vendedor = serializers.CharField()
+    taxa = serializers.DecimalField(
+        max_digits=6, decimal_places=4, coerce_to_string=True
+    )
+    receita = dinheiro()
+    comissao = dinheiro("round(receita × taxa, 2)")
+
+
+class TotaisComissoesSerializer(serializers.Serializer):
+    receita = dinheiro()
+    comissao = dinheiro("A soma das linhas.")
+
+
+class ResultadoComissoesSerializer(serializers.Serializer):
+    agrupar = serializers.ChoiceField(choices=["dia", "mes"])
+    linhas = LinhaComissoesSerializer(many=True)
+    totais = TotaisComissoesSerializer()
+
+
 class Comissoes(TipoRelatorio):
     """Revenue and commission (revenue x the seller's rate) per period and seller."""
 
     tipo = "comissoes"
     titulo = "Comissões por período e vendedor"
+    colunas = (
+        PERIODO,
+        Coluna("vendedor_id", "Código do vendedor", "inteiro"),
+        Coluna("vendedor", "Vendedor", largura=28),
+        Coluna("taxa", "Taxa", "decimal"),
+        Coluna("receita", "Receita (R$)", "dinheiro"),
+        Coluna("comissao", "Comissão (R$)", "dinheiro"),
+    )
+    grafico = Grafico(
+        "barra",
+        "Comissão por vendedor",
+        eixo="vendedor_id",
+        rotulo="vendedor",
+        valor="comissao",
+        ordem="maiores",
+        limite=20,
+    )
+    resultado = ResultadoComissoesSerializer
+    exemplo = {
+        "agrupar": "dia",
+        "linhas": [
+            {
+                "periodo": "2026-01-01",
+                "vendedor_id": 3,
+                "vendedor": "Vendedor L001-3",
+                "taxa": "0.0350",
+                "receita": "13544.94",
+                "comissao": "474.07",
+            }
+        ],
+        "totais": {"receita": "13544.94", "comissao": "474.07"},
+    }
+    tabelas_erp = (Venda, Vendedor, Loja)
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]

@@ -4,11 +4,37 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db.backends.utils import CursorWrapper
+from rest_framework import serializers
 
+from relatorios.models.erp import Loja, MovimentoEstoque, Produto
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio, somar
+from relatorios.tipos.colunas import LOJA, LOJA_NOME, Coluna, Grafico
 from relatorios.tipos.sql import filtro_lojas
 
 CAMPOS = ("saldo_inicial", "entradas", "saidas", "saldo_final")
+
+
+class LinhaEstoqueSerializer(serializers.Serializer):
+    loja = serializers.CharField()
+    loja_nome = serializers.CharField()
+    sku = serializers.CharField()
+    produto = serializers.CharField()
+    saldo_inicial = serializers.IntegerField()
+    entradas = serializers.IntegerField()
+    saidas = serializers.IntegerField()
+    saldo_final = serializers.IntegerField()
+
+
+class TotaisEstoqueSerializer(serializers.Serializer):
+    saldo_inicial = serializers.IntegerField()
+    entradas = serializers.IntegerField()
+    saidas = serializers.IntegerField()
+    saldo_final = serializers.IntegerField()
+
+
+class ResultadoEstoqueSerializer(serializers.Serializer):
+    linhas = LinhaEstoqueSerializer(many=True)
+    totais = TotaisEstoqueSerializer()
 
 
 class Estoque(TipoRelatorio):
@@ -17,6 +43,47 @@ class Estoque(TipoRelatorio):
     tipo = "estoque"
     titulo = "Estoque por loja e produto"
     usa_agrupar = False
+    colunas = (
+        LOJA,
+        LOJA_NOME,
+        Coluna("sku", "SKU"),
+        Coluna("produto", "Produto", largura=28),
+        Coluna("saldo_inicial", "Saldo inicial", "inteiro"),
+        Coluna("entradas", "Entradas", "inteiro"),
+        Coluna("saidas", "Saídas", "inteiro"),
+        Coluna("saldo_final", "Saldo final", "inteiro"),
+    )
+    grafico = Grafico(
+        "barra",
+        "Produtos com menor saldo final",
+        eixo="sku",
+        rotulo="produto",
+        valor="saldo_final",
+        ordem="menores",
+        limite=15,
+    )
+    resultado = ResultadoEstoqueSerializer
+    exemplo = {
+        "linhas": [
+            {
+                "loja": "L001",
+                "loja_nome": "Loja Centro 001",
+                "sku": "SKU00001",
+                "produto": "Camiseta modelo 1",
+                "saldo_inicial": 15160,
+                "entradas": 2225,
+                "saidas": 624,
+                "saldo_final": 16761,
+            }
+        ],
+        "totais": {
+            "saldo_inicial": 15160,
+            "entradas": 2225,
+            "saidas": 624,
+            "saldo_final": 16761,
+        },
+    }
+    tabelas_erp = (MovimentoEstoque, Loja, Produto)
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]

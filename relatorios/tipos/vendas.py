@@ -4,16 +4,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db.backends.utils import CursorWrapper
+from rest_framework import serializers
 
+from relatorios.models.erp import Loja, Venda
 from relatorios.tipos.base import (
     Contexto,
     Parcial,
     Parte,
     TipoRelatorio,
+    dinheiro,
     meses,
     somar,
     texto,
 )
+from relatorios.tipos.colunas import LOJA, LOJA_NOME, PERIODO, Coluna, Grafico
 from relatorios.tipos.sql import (
     FORMATO_PERIODO,
     UNIDADE,
@@ -22,11 +26,63 @@ from relatorios.tipos.sql import (
 )
 
 
+class LinhaVendasSerializer(serializers.Serializer):
+    periodo = serializers.CharField(help_text="`2026-01-05` (dia) ou `2026-01` (mês).")
+    loja = serializers.CharField()
+    loja_nome = serializers.CharField()
+    vendas = serializers.IntegerField()
+    quantidade = serializers.IntegerField()
+    receita = dinheiro()
+
+
+class TotaisVendasSerializer(serializers.Serializer):
+    vendas = serializers.IntegerField()
+    quantidade = serializers.IntegerField()
+    receita = dinheiro()
+
+
+class ResultadoVendasSerializer(serializers.Serializer):
+    agrupar = serializers.ChoiceField(choices=["dia", "mes"])
+    linhas = LinhaVendasSerializer(many=True)
+    totais = TotaisVendasSerializer()
+
+
 class Vendas(TipoRelatorio):
     """Sales per period (day or month) and store: count, quantity, revenue."""
 
     tipo = "vendas"
     titulo = "Vendas por período e loja"
+    colunas = (
+        PERIODO,
+        LOJA,
+        LOJA_NOME,
+        Coluna("vendas", "Vendas", "inteiro"),
+        Coluna("quantidade", "Quantidade", "inteiro"),
+        Coluna("receita", "Receita (R$)", "dinheiro"),
+    )
+    grafico = Grafico(
+        "linha",
+        "Receita por período, por loja",
+        eixo="periodo",
+        valor="receita",
+        serie="loja",
+    )
+    resultado = ResultadoVendasSerializer
+    exemplo = {
+        "agrupar": "mes",
+        "linhas": [
+            {
+                "periodo": "2026-01",
+                "loja": "L001",
+                "loja_nome": "Loja Centro 001",
+                "vendas": 10122,
+                "quantidade": 21707,
+                "receita": "2001534.67",
+            }
+        ],
+        "totais": {"vendas": 10122, "quantidade": 21707, "receita": "2001534.67"},
+    }
+    tabelas_erp = (Venda, Loja)
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]

@@ -46,6 +46,7 @@ def test_cada_tipo_registrado_tem_sua_operacao_de_submeter() -> None:
     assert submeter == {
         "/relatorios/comissoes": "submeter_comissoes",
         "/relatorios/estoque": "submeter_estoque",
+        "/relatorios/fechamento": "submeter_fechamento",
         "/relatorios/vendas": "submeter_vendas",
     }
 
@@ -60,6 +61,7 @@ def test_o_esquema_descreve_toda_url_da_api() -> None:
         "/relatorios/alertas",
         "/relatorios/comissoes",
         "/relatorios/estoque",
+        "/relatorios/fechamento",
         "/relatorios/jobs/{job_id}",
         "/relatorios/jobs/{job_id}/resultado.csv",
         "/relatorios/jobs/{job_id}/resultado.xlsx",

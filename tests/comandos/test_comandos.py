@@ -5,9 +5,12 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
+from django.test import override_settings
 
 from relatorios.models import Loja, MovimentoEstoque, Tenant, Usuario, Venda, Vendedor
-from tests import helpers
+from tests import helpers, processos
+from tests.tipos_de_teste import Lento
 
 pytestmark = pytest.mark.django_db
 
@@ -81,6 +84,56 @@ def test_gerar_dados_e_deterministico_e_substitui_os_dados(
         Venda.objects.filter(tenant=tenant).values_list("loja__tenant_id", flat=True)
     )
     assert lojas_das_vendas == {tenant.pk}
+
+
+class ComAmostra(Lento):
+    """A type that brings sample rows of its own: one stock count per store,
+    of a random quantity, on a day no generated movement has."""
+
+    tipo = "teste_com_amostra"
+
+    def dados_de_exemplo(self, cursor: CursorWrapper, tenant_id: int) -> None:
+        cursor.execute(
+            """
+            INSERT INTO erp_movimentos_estoque
+                   (tenant_id, loja_id, produto_id, data, quantidade)
+            SELECT l.tenant_id, l.id,
+                   (SELECT min(p.id) FROM erp_produtos p WHERE p.tenant_id = %s),
+                   '1999-12-31', 1 + floor(random() * 1000000)::int
+              FROM erp_lojas l WHERE l.tenant_id = %s ORDER BY l.codigo
+            """,
+            [tenant_id, tenant_id],
+        )
+
+
+def amostras(tenant: Tenant) -> list[int]:
+    return list(
+        MovimentoEstoque.objects.filter(tenant=tenant, data="1999-12-31")
+        .order_by("loja__codigo")
+        .values_list("quantidade", flat=True)
+    )
+
+
+def test_cada_tipo_gera_os_seus_dados_de_exemplo_com_a_semente(
+    tenant: Tenant, outro_tenant: Tenant
+) -> None:
+    opcoes = ["--lojas", "3", "--vendas", "100", "--movimentos", "10", "--seed", "9"]
+    extras = [*processos.TIPOS_DE_TESTE.split(","), f"{__name__}.ComAmostra"]
+    with override_settings(RELATORIOS_TIPOS_EXTRAS=extras):
+        rodar("gerar_dados", "--tenant", str(tenant.pk), *opcoes)
+        rodar("gerar_dados", "--tenant", str(tenant.pk), *opcoes)
+        rodar("gerar_dados", "--tenant", str(outro_tenant.pk), *opcoes)
+        mesma_semente = amostras(outro_tenant)
+        rodar("gerar_dados", "--tenant", str(outro_tenant.pk), *opcoes, "--seed", "10")
+        outra_semente = amostras(outro_tenant)
+    rodar("gerar_dados", "--tenant", str(outro_tenant.pk), *opcoes)
+
+    assert len(amostras(tenant)) == 3  # replaced, not added to
+    assert len(set(amostras(tenant))) == 3
+    assert mesma_semente == amostras(tenant)
+    assert len(outra_semente) == 3
+    assert outra_semente != amostras(tenant)
+    assert amostras(outro_tenant) == []  # the type is gone: so are its rows
 
 
 def test_outra_semente_gera_outros_dados(tenant: Tenant, outro_tenant: Tenant) -> None:

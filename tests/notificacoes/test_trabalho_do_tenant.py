@@ -15,6 +15,7 @@ from django.core import mail
 from django.utils import timezone
 
 from relatorios.agendamentos import alertas, disparo
+from relatorios.apresentacao import excel
 from relatorios.jobs import pedidos
 from relatorios.models import (
     Arquivo,
@@ -27,7 +28,6 @@ from relatorios.models import (
     Tenant,
 )
 from relatorios.notificacoes import saida
-from relatorios.tipos import excel
 from tests import helpers
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]

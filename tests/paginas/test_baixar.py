@@ -19,6 +19,7 @@ from django.test import Client
 from django.utils import timezone
 
 from relatorios.agendamentos import agenda, alertas, disparo
+from relatorios.apresentacao import excel
 from relatorios.jobs import suporte
 from relatorios.models import (
     Arquivo,
@@ -31,7 +32,6 @@ from relatorios.models import (
     Webhook,
 )
 from relatorios.notificacoes import links
-from relatorios.tipos import excel
 from tests import helpers, processos
 
 LEITORES = ["ana@contabil.com.br", "bia@contabil.com.br"]

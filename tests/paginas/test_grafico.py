@@ -12,9 +12,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import Browser, expect
 
+from relatorios.apresentacao import grafico
 from relatorios.jobs import pedidos
 from relatorios.models import RelatorioJob, Status, Tenant
-from relatorios.tipos import grafico
 from tests.paginas.test_navegador import (
     ESPERA_MS,
     entrar,

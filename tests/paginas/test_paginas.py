@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -11,7 +11,11 @@ from django.utils import timezone
 
 from relatorios.jobs import pedidos
 from relatorios.models import RelatorioJob, Status, Tenant, Usuario
+from relatorios.paginas.forms import PedidoForm
+from relatorios.tipos.base import TipoRelatorio
+from relatorios.tipos.vendas import Vendas
 from tests import helpers
+from tests.tipos_de_teste import Lento
 
 pytestmark = pytest.mark.django_db
 
@@ -127,6 +131,30 @@ def test_painel_tem_um_formulario_por_tipo_com_as_lojas_do_tenant(
     assert 'name="vendas-agrupar"' in html
     assert "csrfmiddlewaretoken" in html
     assert 'name="viewport"' in html
+
+
+class DoMesPassado(Lento):
+    tipo = "teste_mes_passado"
+    titulo = "Do mês passado"
+
+    def periodo_sugerido(self, hoje: date) -> tuple[date, date]:
+        fim = hoje.replace(day=1) - timedelta(days=1)
+        return fim.replace(day=1), fim
+
+
+@pytest.mark.parametrize(
+    ("tipo", "inicio", "fim"),
+    [
+        (DoMesPassado(), "2026-02-01", "2026-02-28"),
+        (Vendas(), "2026-03-01", "2026-03-10"),
+    ],
+)
+def test_o_formulario_comeca_no_periodo_que_o_tipo_sugere(
+    tipo: TipoRelatorio, inicio: str, fim: str
+) -> None:
+    formulario = PedidoForm(tipo=tipo, lojas=[], hoje=date(2026, 3, 10))
+
+    assert (formulario["inicio"].value(), formulario["fim"].value()) == (inicio, fim)
 
 
 def test_painel_lista_so_os_jobs_do_tenant_com_quem_pediu(

@@ -33,9 +33,8 @@ from relatorios.api.esquema.comum import (
     location,
     retry_after,
 )
-from relatorios.api.esquema.resultados import RESULTADOS
+from relatorios.apresentacao import excel
 from relatorios.models import Status
-from relatorios.tipos import excel
 
 # The job shapes' `status` choices (named in ENUM_NAME_OVERRIDES).
 STATUS_EM_ANDAMENTO = [Status.PENDENTE.value, Status.EXECUTANDO.value]
@@ -120,8 +119,8 @@ def _ref(nome: str) -> dict[str, str]:
 
 
 def _nome_do_resultado(tipo: str) -> str:
-    # The component name drf-spectacular gives RESULTADOS[tipo][0].
-    return RESULTADOS[tipo][0].__name__.removesuffix("Serializer")
+    # The component name drf-spectacular gives the type's `resultado`.
+    return tipos.obter(tipo).resultado.__name__.removesuffix("Serializer")
 
 
 def _camelo(tipo: str) -> str:
@@ -152,7 +151,8 @@ class JobProntoSerializer(serializers.Serializer):
 def _job_pronto_do_tipo(tipo: str) -> type[serializers.Serializer]:
     """JobPronto with the type's own `resultado` (one class per type, so the
     component is registered once)."""
-    campo: Any = RESULTADOS[tipo][0]() if tipo in RESULTADOS else ResultadoLivre()
+    relatorio = tipos.registro().get(tipo)
+    campo: Any = ResultadoLivre() if relatorio is None else relatorio.resultado()
     return type(
         f"JobPronto{_camelo(tipo)}Serializer",
         (JobProntoSerializer,),
@@ -164,12 +164,11 @@ def _job_pronto_do_tipo(tipo: str) -> type[serializers.Serializer]:
 def _job_pronto_de_qualquer_tipo(registrados: tuple[str, ...]) -> Any:
     """JobPronto of the status answer, which does not name the type: its
     `resultado` is one of the registered types' (they differ in `totais`)."""
-    if any(t not in RESULTADOS for t in registrados):
-        return JobProntoSerializer
     # The components are registered by each type's submit operation.
-    campo = extend_schema_field(
-        {"oneOf": [_ref(_nome_do_resultado(t)) for t in registrados]}
-    )(type("ResultadoDeUmTipo", (serializers.JSONField,), {}))()
+    nomes = sorted({_nome_do_resultado(t) for t in registrados})
+    campo = extend_schema_field({"oneOf": [_ref(nome) for nome in nomes]})(
+        type("ResultadoDeUmTipo", (serializers.JSONField,), {})
+    )()
     return type(
         "JobProntoSerializer",
         (JobProntoSerializer,),
@@ -268,11 +267,11 @@ class EsquemaDoSubmeter(AutoSchema):
         )
 
     def get_response_serializers(self) -> Any:
-        tipo = self._tipo()
-        exemplo = RESULTADOS[tipo][1] if tipo in RESULTADOS else {}
+        relatorio = tipos.registro().get(self._tipo())
+        exemplo = {} if relatorio is None else relatorio.exemplo
         return {
             200: OpenApiResponse(
-                _job_pronto_do_tipo(tipo),
+                _job_pronto_do_tipo(self._tipo()),
                 description="O mesmo pedido já está pronto e não expirou.",
                 examples=[
                     OpenApiExample(

@@ -6,9 +6,11 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from django.apps import apps
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection, transaction
 
+from relatorios import tipos
 from relatorios.models import Loja, Produto, Tenant, Vendedor
 
 CIDADES = [
@@ -104,7 +106,8 @@ SELECT %(tenant)s,
 class Command(BaseCommand):
     help = (
         "Replaces a tenant's sample ERP data (stores, sellers, products, sales, "
-        "stock movements) with deterministic generated data."
+        "stock movements, and what each report type makes of them) with "
+        "deterministic generated data."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -177,21 +180,22 @@ class Command(BaseCommand):
                 cursor.execute(SQL_MOVIMENTOS, {**comuns, "n": n})
                 feitas += n
                 self._log(t0, f"movimentos de estoque: {feitas}/{movimentos}")
+            # The ERP tables a report type brings are its to fill.
+            for nome, tipo in sorted(tipos.registro().items()):
+                cursor.execute("SELECT setseed(%s)", [_semente(o["seed"], nome)])
+                tipo.dados_de_exemplo(cursor, tenant.pk)
+                self._log(t0, f"{nome}: dados de exemplo")
             cursor.execute("RESET max_parallel_workers_per_gather")
             # Fresh statistics, or the first reports plan against empty tables.
-            cursor.execute("ANALYZE erp_vendas")
-            cursor.execute("ANALYZE erp_movimentos_estoque")
+            for tabela in _tabelas_erp():
+                cursor.execute(f"ANALYZE {tabela}")
         self._log(t0, "pronto")
 
     def _apagar(self, tenant_id: int) -> None:
+        # Foreign keys are checked at COMMIT (Django makes them DEFERRABLE
+        # INITIALLY DEFERRED), so the order of the tables does not matter.
         with connection.cursor() as cursor:
-            for tabela in (
-                "erp_vendas",
-                "erp_movimentos_estoque",
-                "erp_vendedores",
-                "erp_produtos",
-                "erp_lojas",
-            ):
+            for tabela in _tabelas_erp():
                 cursor.execute(
                     f"DELETE FROM {tabela} WHERE tenant_id = %s", [tenant_id]
                 )
@@ -245,6 +249,15 @@ def _lotes(total: int) -> list[int]:
     return [min(LOTE, total - i) for i in range(0, total, LOTE)]
 
 
-def _semente(seed: int, lote: int) -> float:
+def _semente(seed: int, lote: int | str) -> float:
     # setseed takes a value in [-1, 1]; derive one per batch from the seed.
     return random.Random(f"{seed}:{lote}").uniform(-1, 1)
+
+
+def _tabelas_erp() -> list[str]:
+    """Every ERP table (relatorios/models/erp.py), report types' own included."""
+    return sorted(
+        modelo._meta.db_table
+        for modelo in apps.get_app_config("relatorios").get_models()
+        if modelo._meta.db_table.startswith("erp_")
+    )

@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
+from relatorios import tipos
 from relatorios.models import Tenant, Usuario, Venda
 from relatorios.models.permissoes import criar_grupo_suporte
 
@@ -54,6 +55,7 @@ class Command(BaseCommand):
                 stdout=self.stdout,
             )
         url = opcoes["url"]
+        nomes = ", ".join(tipos.registro())
         self.stdout.write(
             f"""
 relatorios demo
@@ -61,7 +63,7 @@ relatorios demo
           (tenant {tenant.nome}, id {tenant.pk})
   admin:  {url}/admin/   login {SUPORTE} / {SENHA_SUPORTE} (Suporte group)
           or {ADMIN} / {SENHA_ADMIN} (superuser: tenants, users, tokens)
-  API:    {url}/relatorios/<tipo>   (tipos: vendas, comissoes, estoque)
+  API:    {url}/relatorios/<tipo>   (tipos: {nomes})
   token:  {token.key}
 
   curl -si -X POST {url}/relatorios/vendas \\

@@ -14,12 +14,13 @@ What the CSV cannot carry, a workbook does:
 Constant memory: XlsxWriter's constant_memory mode flushes each row to a
 temporary file as it is written, and the lines come from a server-side
 cursor, so a 100,000-line result never sits in memory (`make bench`, B7,
-measures it). The workbook is written to a file, then streamed from it.
+measures it). The workbook is written to a file object (`gravar_xlsx`):
+`notificacoes.arquivos` stores it once per result, and downloads and emails
+read it from there.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import tempfile
 from collections.abc import Sequence
@@ -29,15 +30,14 @@ from itertools import chain
 from typing import IO, Any
 
 import xlsxwriter
-from django.http import FileResponse
 from xlsxwriter.utility import xl_rowcol_to_cell
 from xlsxwriter.worksheet import Worksheet
 
 from relatorios import tipos
+from relatorios.apresentacao import celulas
 from relatorios.models import RelatorioJob
 from relatorios.models.jobs import linhas_do_resultado, totais_do_resultado
-from relatorios.tipos import apresentacao
-from relatorios.tipos.apresentacao import Coluna
+from relatorios.tipos.colunas import Coluna
 
 TIPO_DE_CONTEUDO = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -49,12 +49,12 @@ _FORMATOS = {
     "inteiro": "#,##0",
     "decimal": "#,##0.0000",
     "dinheiro": '"R$" #,##0.00;-"R$" #,##0.00',
+    "percentual": "0.00%",
 }
 _FORMATO_DIA = "dd/mm/yyyy"
 _FORMATO_MES = "mm/yyyy"
-# Column widths (in characters) by format; names get room to be read.
+# Column widths (in characters) by format, where the column names none.
 _LARGURAS = {"periodo": 12, "inteiro": 12, "decimal": 12, "dinheiro": 16}
-_NOMES = frozenset({"loja_nome", "produto", "vendedor"})
 
 
 def nome_do_arquivo_xlsx(job: RelatorioJob) -> str:
@@ -86,7 +86,7 @@ def _escrever(livro: xlsxwriter.Workbook, job: RelatorioJob) -> int:
     estilos = _Estilos(livro)
     linhas = linhas_do_resultado(job)
     primeira = next(linhas, None)
-    colunas = apresentacao.colunas(job.tipo, primeira)
+    colunas = celulas.colunas(job.tipo, primeira)
     # Widths and the frozen header first: constant_memory writes the sheet's
     # layout before its rows, and each row as it comes.
     for indice, coluna in enumerate(colunas):
@@ -154,8 +154,9 @@ def _totais(
     totais: dict[str, Any],
     estilos: _Estilos,
 ) -> None:
-    """The row under the lines: 'Total', and a SUM over each column that has
-    a total in the result (with that total as its cached value)."""
+    """The row under the lines: 'Total', and for each column that has a total
+    in the result a SUM over it (with that total as its cached value), or
+    the total itself where the column says a sum of its lines is not one."""
     somadas = [
         (indice, coluna)
         for indice, coluna in enumerate(colunas)
@@ -166,8 +167,13 @@ def _totais(
     linha = n + 1
     folha.write_string(linha, 0, "Total", estilos.total)
     for indice, coluna in somadas:
-        valor = _numero(totais[coluna.campo]) or 0
+        numero = _numero(totais[coluna.campo])
         formato = estilos.totais[coluna.formato]
+        if coluna.total == "valor":
+            if numero is not None:  # a change from zero has none
+                folha.write_number(linha, indice, numero, formato)
+            continue
+        valor = numero or 0
         if n == 0:  # no lines to sum
             folha.write_number(linha, indice, valor, formato)
             continue
@@ -196,10 +202,8 @@ def _data(ano: str, mes: str, dia: str) -> date:
 
 
 def _largura(coluna: Coluna) -> float:
-    # The title's width at least; names get room to be read.
-    base = _LARGURAS.get(coluna.formato, 12)
-    if coluna.formato == "texto" and coluna.campo in _NOMES:
-        base = 28
+    # The column's own, or its format's; the title's width at least.
+    base = coluna.largura or _LARGURAS.get(coluna.formato, 12)
     return max(base, len(coluna.titulo) + 2)
 
 
@@ -210,26 +214,3 @@ def _titulo_da_folha(tipo: str) -> str:
         titulo = tipo
     # Excel's rules for a sheet name: 31 characters, none of []:*?/\
     return re.sub(r"[\[\]:*?/\\]", " ", titulo)[:31] or "Resultado"
-
-
-def resposta_xlsx(job: RelatorioJob) -> FileResponse:
-    """The download of a `pronto` job (the caller checked tenant and status):
-    written to an anonymous temporary file and streamed from it; the file is
-    gone once the response closes it."""
-    arquivo = tempfile.TemporaryFile(prefix="relatorio-", suffix=".xlsx")  # noqa: SIM115
-    try:
-        gravar_xlsx(job, arquivo)
-        arquivo.seek(0)
-    except BaseException:
-        arquivo.close()
-        raise
-    resposta = FileResponse(
-        arquivo,
-        as_attachment=True,
-        filename=nome_do_arquivo_xlsx(job),
-        content_type=TIPO_DE_CONTEUDO,
-    )
-    resposta["Content-Length"] = str(os.fstat(arquivo.fileno()).st_size)
-    # The result can change (a new run after it expires): never cache it.
-    resposta["Cache-Control"] = "private, no-store"
-    return resposta

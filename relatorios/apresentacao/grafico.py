@@ -1,7 +1,7 @@
 """The data of a result's chart, summed in SQL from the stored lines.
 
 The job page draws it with Chart.js (`relatorios/static/relatorios/`); what
-each type draws is declared beside its columns (`apresentacao.GRAFICOS`).
+each type draws is declared beside its columns (`TipoRelatorio.grafico`).
 The result's lines are already the report's aggregation; the chart sums
 them once more by its axis (and series) in the database, over
 `jsonb_array_elements`, so a 100,000-line result never comes to Python for
@@ -15,9 +15,10 @@ from typing import Any
 
 from django.db import connection
 
+from relatorios import tipos
+from relatorios.apresentacao import celulas
 from relatorios.models import RelatorioJob
-from relatorios.tipos import apresentacao
-from relatorios.tipos.apresentacao import Coluna, Grafico
+from relatorios.tipos.colunas import Coluna, Grafico
 
 # More lines than this on one chart is a tangle: the largest series are
 # drawn, the rest summed into one.
@@ -61,7 +62,11 @@ def dados(job: RelatorioJob) -> dict[str, Any] | None:
     """What the page's script draws, or None (a type without a chart, a
     result without lines): the chart's kind and title, the axis' labels and,
     per series, one value per label (None where a series has no point)."""
-    grafico = apresentacao.GRAFICOS.get(job.tipo)
+    try:
+        tipo = tipos.obter(job.tipo)
+    except tipos.TipoDesconhecido:
+        return None
+    grafico = tipo.grafico
     if grafico is None:
         return None
     parametros: dict[str, Any] = {
@@ -89,10 +94,12 @@ def dados(job: RelatorioJob) -> dict[str, Any] | None:
             pontos = cursor.fetchall()
     if not pontos:
         return None
-    return _montar(grafico, pontos)
+    return _montar(grafico, tipo.colunas, pontos)
 
 
-def _montar(grafico: Grafico, pontos: list[tuple[Any, ...]]) -> dict[str, Any]:
+def _montar(
+    grafico: Grafico, colunas: tuple[Coluna, ...], pontos: list[tuple[Any, ...]]
+) -> dict[str, Any]:
     eixos: list[str] = []
     rotulos: dict[str, str] = {}
     series: dict[tuple[int, str], dict[str, float]] = {}
@@ -101,13 +108,13 @@ def _montar(grafico: Grafico, pontos: list[tuple[Any, ...]]) -> dict[str, Any]:
             eixos.append(x)
             rotulos[x] = rotulo or x
         series.setdefault((n, serie), {})[x] = float(Decimal(valor))
-    coluna_do_eixo = _coluna(grafico.eixo)
-    coluna_do_valor = _coluna(grafico.valor)
+    coluna_do_eixo = _coluna(colunas, grafico.eixo)
+    coluna_do_valor = _coluna(colunas, grafico.valor)
     return {
         "forma": "line" if grafico.forma == "linha" else "bar",
         "titulo": grafico.titulo,
         "rotulos": [
-            apresentacao.na_pagina(coluna_do_eixo, rotulos[x])
+            celulas.na_pagina(coluna_do_eixo, rotulos[x])
             if grafico.rotulo is None
             else rotulos[x]
             for x in eixos
@@ -123,9 +130,6 @@ def _montar(grafico: Grafico, pontos: list[tuple[Any, ...]]) -> dict[str, Any]:
     }
 
 
-def _coluna(campo: str) -> Coluna:
-    for colunas in apresentacao.COLUNAS.values():
-        for coluna in colunas:
-            if coluna.campo == campo:
-                return coluna
-    return Coluna(campo, campo)
+def _coluna(colunas: tuple[Coluna, ...], campo: str) -> Coluna:
+    # The check (tipos.verificacao) makes every field of a chart a column.
+    return next((c for c in colunas if c.campo == campo), Coluna(campo, campo))

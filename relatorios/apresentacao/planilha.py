@@ -8,21 +8,23 @@
 - Dates and periods stay ISO (`2026-01-31`, `2026-01`): unambiguous, sortable.
 - Lines only, no totals row: a sum over the column (or a pivot table) would
   count the totals twice. The job page shows the totals.
-- Streamed: lines come from a server-side cursor, a few thousand at a time.
+- Streamed: lines come from a server-side cursor, a few thousand at a time,
+  and leave encoded as they come (a download streams them; `gravar_csv`
+  writes them to a file).
 """
 
 from __future__ import annotations
 
 import csv
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
-from django.http import StreamingHttpResponse
-
+from relatorios.apresentacao import celulas
 from relatorios.models import RelatorioJob
 from relatorios.models.jobs import linhas_do_resultado
-from relatorios.tipos import apresentacao
+from relatorios.tipos.colunas import Coluna
 
+TIPO_DE_CONTEUDO = "text/csv; charset=utf-8"
 BOM = "\ufeff"
 
 
@@ -33,36 +35,37 @@ class _Eco:
         return valor
 
 
-def linhas_csv(job: RelatorioJob) -> Iterator[str]:
+def linhas_csv(job: RelatorioJob) -> Iterator[bytes]:
+    """A `pronto` job's CSV, header first, one encoded line at a time (the
+    caller checked tenant and status)."""
     escritor = csv.writer(_Eco(), delimiter=";", lineterminator="\r\n")
     linhas = linhas_do_resultado(job)
     primeira = next(linhas, None)
-    colunas = apresentacao.colunas(job.tipo, primeira)
-    yield BOM + escritor.writerow([c.titulo for c in colunas])
+    colunas = celulas.colunas(job.tipo, primeira)
+    yield (BOM + escritor.writerow([c.titulo for c in colunas])).encode()
     if primeira is None:
         return
-    yield escritor.writerow(_celulas(colunas, primeira))
+    yield escritor.writerow(_celulas(colunas, primeira)).encode()
     for linha in linhas:
-        yield escritor.writerow(_celulas(colunas, linha))
+        yield escritor.writerow(_celulas(colunas, linha)).encode()
 
 
-def _celulas(colunas: tuple[apresentacao.Coluna, ...], linha: Any) -> list[str]:
-    return [apresentacao.na_planilha(c, linha.get(c.campo)) for c in colunas]
+def gravar_csv(job: RelatorioJob, destino: IO[bytes]) -> int:
+    """Write a `pronto` job's CSV to `destino` (a binary file); returns how
+    many lines it holds besides the header. The caller checked tenant and
+    status."""
+    escritas = 0
+    for linha in linhas_csv(job):
+        destino.write(linha)
+        escritas += 1
+    return escritas - 1  # the header
+
+
+def _celulas(colunas: tuple[Coluna, ...], linha: Any) -> list[str]:
+    return [celulas.na_planilha(c, linha.get(c.campo)) for c in colunas]
 
 
 def nome_do_arquivo(job: RelatorioJob) -> str:
     params = job.params_dict()
     partes = [job.tipo, params.get("inicio"), params.get("fim"), f"job{job.pk}"]
     return "_".join(str(p) for p in partes if p) + ".csv"
-
-
-def resposta_csv(job: RelatorioJob) -> StreamingHttpResponse:
-    """The download of a `pronto` job (the caller checked tenant and status)."""
-    resposta = StreamingHttpResponse(
-        (parte.encode("utf-8") for parte in linhas_csv(job)),
-        content_type="text/csv; charset=utf-8",
-    )
-    resposta["Content-Disposition"] = f'attachment; filename="{nome_do_arquivo(job)}"'
-    # The result can change (a new run after it expires): never cache it.
-    resposta["Cache-Control"] = "private, no-store"
-    return resposta
