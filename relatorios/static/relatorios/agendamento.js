@@ -1,0 +1,47 @@
+// The schedule form (the managers' page and support's admin), progressively
+// enhanced: its "Pré-visualizar" button works without this. Here the preview
+// (the sentence, the next firings and their deadlines) follows the form as
+// the frequency, the time or the deadline change: the server renders it
+// (data-previa-url), so the page's clock rules are the server's own.
+(function () {
+  "use strict";
+
+  var CAMPOS = ["tenant", "frequencia", "horario", "dias_da_semana",
+                "dia_do_mes", "cron", "prazo_minutos"];
+  var caixa = document.querySelector("[data-previa-url]");
+  var form = caixa && caixa.closest("form");
+  if (!form || !window.fetch || !window.FormData) return;
+
+  var espera = null;
+  var ultimo = 0;
+
+  function atualizar() {
+    var dados = new FormData(form);
+    dados.set("_previsualizar", "1");
+    var este = ++ultimo;
+    fetch(caixa.dataset.previaUrl, {
+      method: "POST",
+      body: dados,
+      credentials: "same-origin",
+      headers: { "X-Requested-With": "fetch" },
+    }).then(function (resposta) {
+      if (!resposta.ok) throw new Error("previa " + resposta.status);
+      return resposta.text();
+    }).then(function (html) {
+      // An older answer arriving late never replaces a newer one.
+      if (este === ultimo) caixa.innerHTML = html;
+    }).catch(function () {
+      // The button still asks the server.
+    });
+  }
+
+  function mudou(evento) {
+    if (CAMPOS.indexOf(evento.target.name) < 0) return;
+    window.clearTimeout(espera);
+    espera = window.setTimeout(atualizar, 250);
+  }
+
+  form.addEventListener("change", mudou);
+  form.addEventListener("input", mudou);
+  atualizar();
+})();
