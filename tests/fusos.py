@@ -1,5 +1,6 @@
-"""A schedule whose next firings cross a DST change, whatever day the tests
-run, and those firings worked out from the calendar and zoneinfo alone."""
+"""Calendar oracles for schedule tests: firings worked out from the calendar
+and zoneinfo alone, among them a schedule whose next firings cross a DST
+change, whatever day the tests run."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ class Travessia:
     disparos: list[datetime]
     locais: list[str]
 
-    def prazos(self, minutos: int, fuso: str) -> list[str]:
-        """Each firing's deadline on the wall clock: the instant plus the
-        deadline, which is not the wall clock plus it across a change."""
-        return [local(d + timedelta(minutes=minutos), fuso) for d in self.disparos]
+
+def prazos(disparos: list[datetime], minutos: int, fuso: str) -> list[str]:
+    """Each firing's deadline on the wall clock: the instant plus the
+    deadline, which is not the wall clock plus it across a change."""
+    return [local(d + timedelta(minutes=minutos), fuso) for d in disparos]
 
 
 def local(instante: datetime, fuso: str) -> str:
@@ -28,19 +30,18 @@ def local(instante: datetime, fuso: str) -> str:
 
 
 def travessia(agora: datetime, fuso: str = NOVA_YORK) -> Travessia:
-    """Sundays of March at 02:30 (New York springs forward on the second
-    Sunday at 02:00: that day's 02:30 does not exist and fires at the instant
-    the gap maps to, 03:30 EDT), or of November at 01:30 (it falls back on
-    the first Sunday: 01:30 happens twice and fires at the first pass), the
-    one whose next three firings are not all on one UTC offset."""
-    for mes, hora, minuto in ((3, 2, 30), (11, 1, 30)):
-        disparos = _domingos(mes, time(hora, minuto), fuso, agora)
+    """Sundays of March or of November at 01:30, whichever's next three
+    firings are not all on one UTC offset. New York springs forward on
+    March's second Sunday at 02:00 and falls back on November's first (its
+    01:30 happens twice and fires at the first pass): either way a firing at
+    01:30 that day has its deadline (three hours later) across the change,
+    where the wall clock plus three hours is an hour off."""
+    for mes in (3, 11):
+        disparos = _domingos(mes, time(1, 30), fuso, agora)
         offsets = {d.astimezone(ZoneInfo(fuso)).utcoffset() for d in disparos}
         if len(offsets) == 2:
             return Travessia(
-                f"{minuto} {hora} * {mes} 0",
-                disparos,
-                [local(d, fuso) for d in disparos],
+                f"30 1 * {mes} 0", disparos, [local(d, fuso) for d in disparos]
             )
     raise AssertionError("March or November always crosses a change ahead")
 

@@ -81,7 +81,6 @@ class AgendamentoAdminForm(AgendamentoForm):
     form again, with the next firings on the chosen tenant's clock."""
 
     tenant = forms.ModelChoiceField(Tenant.objects.order_by("nome"), label="Tenant")
-    field_order = ["tenant"]
 
     # Set per request by AgendamentoAdmin.get_form (who created it).
     usuario_id: int | None = None
@@ -287,7 +286,9 @@ class AgendamentoAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return [(None, {"fields": list(AgendamentoAdminForm.base_fields)})]
+            # The tenant first: the preview's clock is its zone.
+            campos = [c for c in AgendamentoAdminForm.base_fields if c != "tenant"]
+            return [(None, {"fields": ["tenant", *campos]})]
         return [
             (None, {"fields": self.campos_da_pagina}),
             ("Ocorrências", {"fields": ("ultimas_ocorrencias",)}),

@@ -268,7 +268,11 @@ def test_previsualizar_no_admin_mostra_os_disparos_e_nao_cria(
     assert "errornote" not in html
     previa = resposta.context["adminform"].form.previa
     assert previa.disparos == list(
-        zip(travessia.locais, travessia.prazos(180, fusos.NOVA_YORK), strict=True)
+        zip(
+            travessia.locais,
+            fusos.prazos(travessia.disparos, 180, fusos.NOVA_YORK),
+            strict=True,
+        )
     )
     assert previa.descricao in html
     assert f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}" in html

@@ -312,7 +312,11 @@ def test_previsualizar_mostra_disparos_e_prazos_e_nao_cria_nada(
         f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}"
     )
     assert previa.disparos == list(
-        zip(travessia.locais, travessia.prazos(180, fusos.NOVA_YORK), strict=True)
+        zip(
+            travessia.locais,
+            fusos.prazos(travessia.disparos, 180, fusos.NOVA_YORK),
+            strict=True,
+        )
     )
     html = resposta.content.decode()
     assert previa.descricao in html

@@ -8,10 +8,7 @@
 
   var CAMPOS = ["tenant", "frequencia", "horario", "dias_da_semana",
                 "dia_do_mes", "cron", "prazo_minutos"];
-  var caixa = document.querySelector("[data-previa-url]");
-  var form = caixa && caixa.closest("form");
-  if (!form || !window.fetch || !window.FormData) return;
-
+  var caixa, form;
   var espera = null;
   var ultimo = 0;
 
@@ -41,7 +38,19 @@
     espera = window.setTimeout(atualizar, 250);
   }
 
-  form.addEventListener("change", mudou);
-  form.addEventListener("input", mudou);
-  atualizar();
+  function iniciar() {
+    caixa = document.querySelector("[data-previa-url]");
+    form = caixa && caixa.closest("form");
+    if (!form || !window.fetch || !window.FormData) return;
+    form.addEventListener("change", mudou);
+    form.addEventListener("input", mudou);
+    atualizar();
+  }
+
+  // The admin loads its form's scripts in <head>; the page's, deferred.
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", iniciar);
+  } else {
+    iniciar();
+  }
 })();
