@@ -89,7 +89,9 @@ class AgendamentoAdminForm(AgendamentoForm):
         css = {"all": ("relatorios/agendamento.css",)}
         js = ("relatorios/agendamento.js",)
 
-    def __init__(self, *args: Any, instance: Agendamento | None = None, **kwargs: Any):
+    def __init__(
+        self, *args: Any, instance: Agendamento | None = None, **kwargs: Any
+    ) -> None:
         # The admin's add view passes `instance` (None) and reads it back.
         super().__init__(*args, lojas=None, **kwargs)
         self.instance = instance or Agendamento()
