@@ -22,11 +22,11 @@ from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
 from django.urls import URLPattern, path, reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
-from relatorios import tipos
 from relatorios.admin.comum import (
     FiltroTipo,
     Textos,
@@ -36,25 +36,16 @@ from relatorios.admin.comum import (
     selecionados,
 )
 from relatorios.agendamentos import agenda, disparo
-from relatorios.agendamentos.agenda import CRON_MAX, NOME_MAX
-from relatorios.agendamentos.entrada import (
-    AJUDA_DO_CRON,
-    CAMPOS_EQUIVALENTES,
-    separar_por_virgula,
-)
+from relatorios.agendamentos.entrada import AgendamentoForm
 from relatorios.jobs.suporte import Acao
 from relatorios.models import (
     Agendamento,
     Alerta,
     EstadoOcorrencia,
-    FormaDeEntrega,
     LimiteDoTenant,
     Ocorrencia,
-    Periodo,
-    Recuperacao,
     Tenant,
 )
-from relatorios.tipos.normalizacao import ErroDeParametro
 
 # Occurrences listed on a schedule's page (the full list is one link away).
 OCORRENCIAS_NA_PAGINA = 20
@@ -81,97 +72,53 @@ def alerta_de(ocorrencia: Ocorrencia) -> Alerta | None:
         return None
 
 
-class AgendamentoAdminForm(forms.ModelForm):
-    """The add form. Its fields are the service's arguments, not the model's:
-    `clean` calls `agenda.criar`, which validates and inserts in one
-    step, so an ErroDeParametro can still be shown at its field; `save` only
-    hands back the row the service created."""
+class AgendamentoAdminForm(AgendamentoForm):
+    """The add form: the managers' form (`agendamentos.entrada`) plus the
+    tenant, with stores typed as codes. `clean` calls `agenda.criar`, which
+    validates and inserts in one step, so an ErroDeParametro is still shown
+    at its field; `save` only hands back the row the service created. A
+    preview (`_previsualizar`) is never valid: the add view renders the
+    form again, with the next firings on the chosen tenant's clock."""
 
     tenant = forms.ModelChoiceField(Tenant.objects.order_by("nome"), label="Tenant")
-    nome = forms.CharField(label="Nome", required=False, max_length=NOME_MAX)
-    tipo = forms.ChoiceField(
-        label="Tipo", choices=lambda: [(t, t) for t in sorted(tipos.registro())]
-    )
-    periodo = forms.ChoiceField(label="Período", choices=Periodo.choices)
-    cron = forms.CharField(
-        label="Cron",
-        max_length=CRON_MAX,
-        help_text=f"{AJUDA_DO_CRON} Depois de criado o agendamento não muda: "
-        "para trocar o cron, exclua-o e crie outro.",
-        widget=forms.TextInput(attrs={"size": 30}),
-    )
-    prazo_minutos = forms.IntegerField(
-        label="Prazo (minutos)",
-        initial=180,
-        help_text="Depois do disparo; vencido sem o relatório pronto, abre um alerta.",
-    )
-    agrupar = forms.ChoiceField(
-        label="Agrupar", choices=[("dia", "por dia"), ("mes", "por mês")]
-    )
-    lojas = forms.CharField(
-        label="Lojas",
-        required=False,
-        help_text="Códigos separados por vírgula (L001, L002); vazio: todas.",
-    )
-    destinatarios = forms.CharField(
-        label="Destinatários",
-        required=False,
-        help_text="E-mails separados por vírgula.",
-        widget=forms.TextInput(attrs={"size": 60}),
-    )
-    entrega = forms.ChoiceField(
-        label="Entrega",
-        choices=FormaDeEntrega.choices,
-        initial=FormaDeEntrega.ANEXO,
-        required=False,
-    )
-    recuperacao = forms.ChoiceField(
-        label="Recuperação",
-        choices=Recuperacao.choices,
-        initial=Recuperacao.ULTIMA,
-    )
 
     # Set per request by AgendamentoAdmin.get_form (who created it).
     usuario_id: int | None = None
 
-    class Meta:
-        model = Agendamento
-        fields: list[str] = []
+    class Media:
+        css = {"all": ("relatorios/agendamento.css",)}
+        js = ("relatorios/agendamento.js",)
+
+    def __init__(
+        self, *args: Any, instance: Agendamento | None = None, **kwargs: Any
+    ) -> None:
+        # The admin's add view passes `instance` (None) and reads it back.
+        super().__init__(*args, lojas=None, **kwargs)
+        self.instance = instance or Agendamento()
+        self.criado: Agendamento | None = None
+
+    def fuso_da_previa(self) -> str | None:
+        tenant = self.cleaned_data.get("tenant")
+        return tenant.fuso_horario if tenant else None
 
     def clean(self) -> dict[str, Any]:
-        dados = super().clean() or {}
-        if self.errors:
+        dados = super().clean()
+        if self.errors or self.previsualizando:
             return dados
         try:
-            self.criado = agenda.criar(
-                tenant_id=dados["tenant"].pk,
-                nome=dados["nome"],
-                tipo=dados["tipo"],
-                periodo=dados["periodo"],
-                cron=dados["cron"],
-                prazo=dados["prazo_minutos"],
-                agrupar=dados["agrupar"],
-                lojas=separar_por_virgula(dados["lojas"]),
-                destinatarios=separar_por_virgula(dados["destinatarios"]),
-                entrega=dados["entrega"] or None,
-                recuperacao=dados["recuperacao"],
-                usuario_id=self.usuario_id,
+            self.criado = self.criar(
+                tenant_id=dados["tenant"].pk, usuario_id=self.usuario_id
             )
-        except ErroDeParametro as erro:
-            campo = CAMPOS_EQUIVALENTES.get(erro.campo, erro.campo)
-            self.add_error(campo if campo in self.fields else None, erro.mensagem)
         except LimiteDoTenant as limite:
             self.add_error(None, str(limite))
         return dados
 
-    def _post_clean(self) -> None:
-        # No instance is built from these fields: the service validated and
-        # created the row; the model's own checks would see an empty one.
-        pass
-
     def save(self, commit: bool = True) -> Agendamento:
-        self.save_m2m = lambda: None  # type: ignore[method-assign]
+        assert self.criado is not None  # only a valid form is saved
         return self.criado
+
+    def save_m2m(self) -> None:
+        """Nothing: the service wrote the row and all of it."""
 
 
 @dataclass(frozen=True)
@@ -208,7 +155,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
         "nome",
         "tipo",
         "periodo",
-        "cron",
+        "quando",
         "prazo_curto",
         "situacao",
         "proximo_disparo_local",
@@ -226,6 +173,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
         ("id", "situacao"),
         ("tenant", "nome"),
         ("tipo", "periodo", "agrupar"),
+        "quando",
         ("cron", "prazo_curto", "recuperacao"),
         "lojas",
         ("destinatarios", "entrega"),
@@ -250,6 +198,14 @@ class AgendamentoAdmin(admin.ModelAdmin):
         )
 
     # --- columns -----------------------------------------------------------------
+
+    @admin.display(description="quando (fuso do tenant)")
+    def quando(self, agendamento: Agendamento) -> str:
+        return format_html(
+            "{}<br><small>cron <code>{}</code></small>",
+            agendamento.descricao,
+            agendamento.cron,
+        )
 
     @admin.display(description="prazo", ordering="prazo")
     def prazo_curto(self, agendamento: Agendamento) -> str:
@@ -332,7 +288,9 @@ class AgendamentoAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None:
-            return [(None, {"fields": list(AgendamentoAdminForm.base_fields)})]
+            # The tenant first: the preview's clock is its zone.
+            campos = [c for c in AgendamentoAdminForm.base_fields if c != "tenant"]
+            return [(None, {"fields": ["tenant", *campos]})]
         return [
             (None, {"fields": self.campos_da_pagina}),
             ("Ocorrências", {"fields": ("ultimas_ocorrencias",)}),
@@ -380,12 +338,25 @@ class AgendamentoAdmin(admin.ModelAdmin):
     def get_urls(self) -> list[URLPattern]:
         return [
             path(
+                "previa/",
+                self.admin_site.admin_view(require_POST(self.previa)),
+                name="relatorios_agendamento_previa",
+            ),
+            path(
                 "<int:agendamento_id>/acoes/<slug:acao>/",
                 self.admin_site.admin_view(require_POST(self.acao_no_agendamento)),
                 name="relatorios_agendamento_acao",
             ),
             *super().get_urls(),
         ]
+
+    def previa(self, request: HttpRequest) -> HttpResponse:
+        """The add form's preview alone, for its script (agendamento.js)."""
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        form = self.get_form(request)(request.POST, previsualizar=True)
+        form.is_valid()
+        return render(request, "relatorios/_previa_do_agendamento.html", {"form": form})
 
     def acao_no_agendamento(
         self, request: HttpRequest, agendamento_id: int, acao: str

@@ -55,6 +55,7 @@ class AgendamentoSerializer(SerializerDeSaida):
     tipo = serializers.CharField()
     periodo = serializers.CharField()
     cron = serializers.CharField()
+    descricao = serializers.CharField()
     prazo_minutos = serializers.SerializerMethodField()
     agrupar = serializers.CharField()
     lojas = serializers.JSONField()
@@ -139,7 +140,8 @@ class Agendamentos(APIView):
 
     @esquema.listar_agendamentos
     def get(self, request: Request) -> Response:
-        lista = _do_tenant(request).order_by("id")
+        # `descricao` reads the tenant's zone: one join, not a query per row.
+        lista = _do_tenant(request).select_related("tenant").order_by("id")
         return Response({"agendamentos": AgendamentoSerializer(lista, many=True).data})
 
     @esquema.criar_agendamento

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from relatorios.models.cron import descrever
 from relatorios.models.jobs import Agora, RelatorioJob
 from relatorios.models.tenants import Tenant
 
@@ -112,6 +113,14 @@ class Agendamento(models.Model):
 
     def __str__(self) -> str:
         return self.nome or f"agendamento {self.pk} ({self.tipo})"
+
+    @property
+    def descricao(self) -> str:
+        """The cron in words on the tenant's clock, with the next firing (pt-BR).
+
+        Reads `tenant`: select it with the schedule where many are shown.
+        """
+        return descrever(self.cron, self.tenant.fuso_horario, self.proximo_disparo)
 
 
 class EstadoOcorrencia(models.TextChoices):

@@ -15,7 +15,8 @@ from django.template.loader import render_to_string
 
 from relatorios import tipos
 from relatorios.apresentacao import celulas
-from relatorios.models import Evento
+from relatorios.models import Agendamento, Evento
+from relatorios.models.cron import descrever
 from relatorios.notificacoes import enderecos
 from relatorios.tipos.colunas import Coluna
 from relatorios.tipos.normalizacao import ErroDeParametro
@@ -91,11 +92,14 @@ def mensagem_de_email(payload: Mapping[str, Any]) -> tuple[str, str]:
     nome = _nome_do_agendamento(dados["agendamento"])
     fuso = dados.get("fuso_horario") or "UTC"
     if evento == Evento.ALERTA_ABERTO:
+        agendamento_id = dados["agendamento"]["id"]
+        quando = _quando([agendamento_id], fuso).get(agendamento_id)
         return (
             f"Alerta: o relatório agendado {nome} não ficou pronto no prazo",
             f"O relatório agendado {nome} ({_titulo(dados['tipo'])}), planejado "
             f"para {_legivel(dados['planejado_para'], fuso)}, não ficou pronto até "
-            f"{_legivel(dados['prazo_em'], fuso)}.\n\nMotivo: {dados['motivo']}\n",
+            f"{_legivel(dados['prazo_em'], fuso)}.\n\nMotivo: {dados['motivo']}\n"
+            + (f"Agendamento: {quando}\n" if quando else ""),
         )
     return (
         f"Alerta encerrado: {nome}",
@@ -193,6 +197,9 @@ def _agendamento_entregue(dados: Mapping[str, Any], anexo: str) -> Email:
         "titulo": _titulo(tipo),
         "periodo": _periodo(periodo.get("inicio"), periodo.get("fim")),
         "planejado": _legivel(dados["ocorrencia"]["planejado_para"], fuso),
+        "quando": _quando([dados["agendamento"]["id"]], fuso).get(
+            dados["agendamento"]["id"], ""
+        ),
         "totais": _totais(tipo, dados.get("totais") or {}),
         "anexo": anexo,
         "anexar": dados.get("anexar", False),
@@ -209,9 +216,11 @@ def _agendamento_entregue(dados: Mapping[str, Any], anexo: str) -> Email:
 
 def _resumo_de_alertas(dados: Mapping[str, Any]) -> Email:
     fuso = dados.get("fuso_horario") or "UTC"
+    quando = _quando([a["agendamento"]["id"] for a in dados["alertas"]], fuso)
     alertas = [
         {
             "nome": _nome_do_agendamento(a["agendamento"]),
+            "quando": quando.get(a["agendamento"]["id"], ""),
             "titulo": _titulo(a["tipo"]),
             "planejado": _legivel(a["planejado_para"], fuso),
             "prazo": _legivel(a["prazo_em"], fuso),
@@ -255,6 +264,17 @@ def _nome_do_agendamento(agendamento: Mapping[str, Any]) -> str:
     # otherwise fail every send (BadHeaderError) of an email naming it.
     nome = " ".join(str(agendamento.get("nome") or "").split())
     return nome or f"agendamento {agendamento['id']}"
+
+
+def _quando(agendamento_ids: list[int], fuso: str) -> dict[int, str]:
+    """Each schedule's cron in words with its next firing, read at send time
+    (a cron never changes; the next firing is the one still ahead then)."""
+    return {
+        pk: descrever(cron, fuso, proximo)
+        for pk, cron, proximo in Agendamento.objects.filter(
+            pk__in=agendamento_ids
+        ).values_list("pk", "cron", "proximo_disparo")
+    }
 
 
 def _legivel(iso: str, fuso: str) -> str:

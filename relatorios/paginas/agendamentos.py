@@ -1,8 +1,9 @@
 """The managers' schedule pages (pt-BR): their scheduled reports and alerts.
 
-Thin like the rest of the pages: the form collects, `agendamentos` decides
-(creating validates the cron, the deadline and the stores; pausing, resuming
-and deleting are guarded updates), and every read is scoped to the user's
+Thin like the rest of the pages: the form (`agendamentos.entrada`, shared
+with the admin) collects and previews, `agendamentos` decides (creating
+validates the cron, the deadline and the stores; pausing, resuming and
+deleting are guarded updates), and every read is scoped to the user's
 tenant, so another tenant's schedule is a 404.
 """
 
@@ -19,13 +20,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from relatorios import tipos
 from relatorios.agendamentos import agenda
+from relatorios.agendamentos.entrada import AgendamentoForm
 from relatorios.jobs import consultas
 from relatorios.models import Agendamento, Alerta, LimiteDoTenant, Ocorrencia
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
-from relatorios.paginas.forms import AgendamentoForm
-from relatorios.tipos import normalizacao
 
 # Occurrences shown per schedule, and closed alerts shown.
 OCORRENCIAS_POR_AGENDAMENTO = 3
@@ -52,23 +51,33 @@ def lista(request: HttpRequest) -> HttpResponse:
 @require_POST
 @gerente
 def criar(request: HttpRequest) -> HttpResponse:
+    """Create a schedule, or (the "Pré-visualizar" button) show the page
+    again with the next firings of what was filled in."""
     form = _formulario(request, dados=request.POST)
     if not form.is_valid():
-        return _pagina(request, form=form, status=400)
+        previa_sem_erros = form.previsualizando and not form.errors
+        return _pagina(request, form=form, status=200 if previa_sem_erros else 400)
     try:
-        agendamento = agenda.criar(
-            tenant_id=tenant_id_do_pedido(request),
-            usuario_id=request.user.pk,
-            **form.argumentos(),
+        agendamento = form.criar(
+            tenant_id=tenant_id_do_pedido(request), usuario_id=request.user.pk
         )
-    except normalizacao.ErroDeParametro as erro:
-        form.erro_do_servico(erro.campo, erro.mensagem)
-        return _pagina(request, form=form, status=400)
     except LimiteDoTenant as limite:
         form.add_error(None, str(limite))
         return _pagina(request, form=form, status=409)
+    if agendamento is None:
+        return _pagina(request, form=form, status=400)
     messages.success(request, f"Agendamento «{agendamento}» criado.")
     return redirect("agendamentos")
+
+
+@require_POST
+@gerente
+def previa(request: HttpRequest) -> HttpResponse:
+    """The preview alone, for the pages' script: the form's next firings and
+    deadlines (or what keeps them from showing) as an HTML fragment."""
+    form = _formulario(request, dados=request.POST, previsualizar=True)
+    form.is_valid()
+    return render(request, "relatorios/_previa_do_agendamento.html", {"form": form})
 
 
 @require_POST
@@ -195,9 +204,12 @@ def prazo_em_texto(prazo: timedelta) -> str:
     return " ".join(p for p in partes if p)
 
 
-def _formulario(request: HttpRequest, dados: Any = None) -> AgendamentoForm:
+def _formulario(
+    request: HttpRequest, dados: Any = None, *, previsualizar: bool = False
+) -> AgendamentoForm:
     return AgendamentoForm(
         dados,
-        tipos_disponiveis=[(t.tipo, t.titulo) for t in tipos.registro().values()],
         lojas=consultas.lojas_do_tenant(tenant_id=tenant_id_do_pedido(request)),
+        fuso=request.user.tenant.fuso_horario,  # type: ignore[union-attr]
+        previsualizar=previsualizar,
     )

@@ -39,6 +39,11 @@ urlpatterns += [
         name="criar_agendamento",
     ),
     path(
+        "painel/agendamentos/previa/",
+        agendamentos.previa,
+        name="previa_do_agendamento",
+    ),
+    path(
         "painel/agendamentos/<int:agendamento_id>/<slug:acao>/",
         agendamentos.agir,
         name="agir_no_agendamento",

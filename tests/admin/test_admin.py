@@ -109,7 +109,7 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "view_webhook"),
         ("relatorios", "view_entrega"),
         ("relatorios", "reenviar_entrega"),
-        # 0019_dominios_de_email.
+        # 0022_dominios_de_email.
         ("relatorios", "definir_dominios_email"),
     }
 

@@ -11,8 +11,10 @@ from django.contrib.auth.models import Group
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from relatorios.agendamentos import agenda, alertas, disparo
+from relatorios.agendamentos.entrada import PREVISUALIZAR as PREVIA
 from relatorios.models import (
     Agendamento,
     Alerta,
@@ -24,7 +26,7 @@ from relatorios.models import (
     Usuario,
     permissoes,
 )
-from tests import helpers
+from tests import fusos, helpers
 
 pytestmark = pytest.mark.django_db
 
@@ -35,6 +37,7 @@ NOVO = {
     "nome": "Fechamento",
     "tipo": "vendas",
     "periodo": "mes_anterior",
+    "frequencia": "cron",
     "cron": "0 3 1 * *",
     "prazo_minutos": "180",
     "agrupar": "mes",
@@ -222,6 +225,71 @@ def test_lista_de_agendamentos_com_fuso_e_ultima_ocorrencia(
         Agendamento.objects.get(nome="Estoque").pk
     }
     assert ids(cliente.get(f"{AGENDAMENTOS}?q=manaus")) == {agendamento.pk}
+
+
+def test_suporte_agenda_pelo_seletor_no_fuso_do_tenant(
+    cliente: Client, usuario_suporte: Usuario
+) -> None:
+    lisboa = helpers.criar_tenant("Rede Lisboa", fuso="Europe/Lisbon")
+    helpers.criar_lojas(lisboa, "L001", "L002")
+    seletor = {
+        "frequencia": "semanal",
+        "dias_da_semana": ["5", "1"],
+        "horario": "07:15",
+    }
+    novo = {k: v for k, v in NOVO.items() if k != "cron"} | seletor
+
+    resposta = cliente.post(f"{AGENDAMENTOS}add/", novo | {"tenant": lisboa.pk})
+
+    assert resposta.status_code == 302
+    agendamento = Agendamento.objects.get()
+    assert agendamento.cron == "15 7 * * 1,5"
+    frase = "às 07:15, somente de segunda-feira e sexta-feira (Europe/Lisbon)"
+    assert frase in cliente.get(AGENDAMENTOS).content.decode()
+    pagina = cliente.get(f"{AGENDAMENTOS}{agendamento.pk}/change/").content.decode()
+    assert agendamento.descricao in pagina
+
+
+def test_previsualizar_no_admin_mostra_os_disparos_e_nao_cria(
+    cliente: Client, tenant: Tenant
+) -> None:
+    nova_york = helpers.criar_tenant("Rede NY", fuso=fusos.NOVA_YORK)
+    helpers.criar_lojas(nova_york, "L001", "L002")
+    travessia = fusos.travessia(timezone.now())
+    pedido = NOVO | {"tenant": nova_york.pk, "cron": travessia.cron}
+
+    resposta = cliente.post(f"{AGENDAMENTOS}add/", pedido | {PREVIA: "1"})
+    sem_tenant = cliente.post(f"{AGENDAMENTOS}add/", NOVO | {PREVIA: "1"})
+    fragmento = cliente.post(f"{AGENDAMENTOS}previa/", pedido)
+
+    assert resposta.status_code == 200
+    assert not Agendamento.objects.exists()
+    assert not LogEntry.objects.exists()
+    html = resposta.content.decode()
+    assert "errornote" not in html
+    previa = resposta.context["adminform"].form.previa
+    assert previa.disparos == list(
+        zip(
+            travessia.locais,
+            fusos.prazos(travessia.disparos, 180, fusos.NOVA_YORK),
+            strict=True,
+        )
+    )
+    assert previa.descricao in html
+    assert f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}" in html
+    assert "tenant" in sem_tenant.context["adminform"].form.errors
+    assert fragmento.status_code == 200
+    assert previa.descricao in fragmento.content.decode()
+
+
+def test_previa_do_admin_so_para_quem_pode_criar(tenant: Tenant) -> None:
+    so_staff = helpers.criar_usuario(None, is_staff=True)[0]
+    cliente = Client()
+    cliente.force_login(so_staff)
+
+    resposta = cliente.post(f"{AGENDAMENTOS}previa/", NOVO | {"tenant": tenant.pk})
+
+    assert resposta.status_code == 403
 
 
 def test_pagina_do_agendamento_e_so_leitura_com_botoes(

@@ -5,11 +5,15 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from relatorios.agendamentos import alertas
 from relatorios.models import Agendamento, Tenant
-from tests import helpers
+from relatorios.models.cron import em_palavras
+from tests import fusos, helpers
 
 pytestmark = pytest.mark.django_db
 
@@ -286,3 +290,58 @@ def test_alertas_do_tenant_com_filtro(cliente: Client, outro_tenant: Tenant) -> 
 def test_sem_token_e_401(client: Client) -> None:
     resposta = client.get("/relatorios/agendamentos")
     assert resposta.status_code == 401
+
+
+def test_descricao_diz_o_cron_em_palavras_no_fuso_do_tenant(
+    cliente: Client, tenant: Tenant
+) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(fuso_horario=fusos.NOVA_YORK)
+    travessia = fusos.travessia(timezone.now())
+
+    criado = post(
+        cliente, "/relatorios/agendamentos", AGENDAMENTO | {"cron": travessia.cron}
+    )
+    corpo = criado.json()
+
+    assert criado.status_code == 201
+    assert corpo["cron"] == travessia.cron
+    assert corpo["descricao"] == (
+        f"{em_palavras(travessia.cron)} ({fusos.NOVA_YORK}); "
+        f"próximo: {travessia.locais[0]}"
+    )
+    assert corpo["proximos_disparos"] == [
+        f"{d:%Y-%m-%dT%H:%M:%SZ}" for d in travessia.disparos
+    ]
+    lista = cliente.get("/relatorios/agendamentos").json()["agendamentos"]
+    assert [a["descricao"] for a in lista] == [corpo["descricao"]]
+    pausado = post(cliente, f"/relatorios/agendamentos/{corpo['id']}/pausar")
+    assert pausado.json()["descricao"] == (
+        f"{em_palavras(travessia.cron)} ({fusos.NOVA_YORK}); sem próximo disparo"
+    )
+
+
+def test_descricao_e_so_leitura(cliente: Client) -> None:
+    resposta = post(
+        cliente, "/relatorios/agendamentos", AGENDAMENTO | {"descricao": "todo dia"}
+    )
+
+    assert resposta.status_code == 400
+    assert resposta.json()["campo"] == "descricao"
+    assert not Agendamento.objects.exists()
+
+
+def test_lista_le_o_fuso_de_todos_numa_consulta(
+    cliente: Client, tenant: Tenant
+) -> None:
+    helpers.criar_agendamento(tenant)
+    cliente.get("/relatorios/agendamentos")  # warm the token cache
+    with CaptureQueriesContext(connection) as um:
+        cliente.get("/relatorios/agendamentos")
+    for minuto in range(1, 4):
+        helpers.criar_agendamento(tenant, cron=f"{minuto} 3 1 * *")
+    with CaptureQueriesContext(connection) as quatro:
+        lista = cliente.get("/relatorios/agendamentos").json()["agendamentos"]
+
+    assert len(lista) == 4
+    assert all("(America/Sao_Paulo); próximo: " in a["descricao"] for a in lista)
+    assert len(quatro) == len(um), "\n".join(q["sql"] for q in quatro)

@@ -174,7 +174,7 @@ def test_migracao_remove_os_enderecos_recusados_e_guarda_os_outros(
     Inscricao.objects.create(job=job, email="postmaster@localhost")
     boa = Inscricao.objects.create(job=job, email="ana@rede.com.br")
 
-    migracao = importlib.import_module("relatorios.migrations.0020_enderecos_recusados")
+    migracao = importlib.import_module("relatorios.migrations.0023_enderecos_recusados")
     migracao.remover_enderecos_recusados(apps, None)
 
     agendamento.refresh_from_db()

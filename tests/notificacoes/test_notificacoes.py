@@ -629,6 +629,7 @@ def test_api_400_nomeia_o_campo(
     assert Webhook.objects.count() == 0
 
 
+@pytest.mark.django_db  # the email reads the schedule's cron (none here)
 def test_nome_com_quebra_de_linha_gravado_antes_da_regra_nao_quebra_o_email() -> None:
     payload = {
         "type": "alerta.aberto",

@@ -8,10 +8,12 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from relatorios.agendamentos import alertas, disparo
+from relatorios.agendamentos.entrada import PREVISUALIZAR as PREVIA
 from relatorios.models import Agendamento, Alerta, Tenant, Usuario
-from tests import helpers
+from tests import fusos, helpers
 
 pytestmark = pytest.mark.django_db
 
@@ -20,6 +22,7 @@ NOVO = {
     "nome": "Fechamento mensal",
     "tipo": "vendas",
     "periodo": "mes_anterior",
+    "frequencia": "cron",
     "cron": "0 3 1 * *",
     "prazo_minutos": "180",
     "agrupar": "mes",
@@ -27,6 +30,8 @@ NOVO = {
     "destinatarios": "contab@rede.com, Dono@Rede.com",
     "recuperacao": "ultima",
 }
+SEM_CRON = {k: v for k, v in NOVO.items() if k not in ("frequencia", "cron")}
+SAO_PAULO = "America/Sao_Paulo"
 
 
 @pytest.fixture
@@ -43,6 +48,10 @@ def cliente(gerente: Usuario) -> Client:
 
 
 agendar = helpers.criar_agendamento
+
+
+def linha_do_agendamento(html: str, agendamento: Agendamento) -> str:
+    return html.split(f'data-agendamento="{agendamento.pk}"', 1)[1].split("</tr>")[0]
 
 
 def test_gerente_cria_um_agendamento_do_seu_tenant(
@@ -226,6 +235,7 @@ def test_suporte_recebe_403_nas_paginas_de_agendamento(
     cliente.force_login(suporte)
     assert cliente.get(PAGINA).status_code == 403
     assert cliente.post(f"{PAGINA}novo/", NOVO).status_code == 403
+    assert cliente.post(f"{PAGINA}previa/", NOVO).status_code == 403
     assert cliente.post(f"{PAGINA}{agendamento.pk}/pausar/").status_code == 403
     agendamento.refresh_from_db()
     assert agendamento.ativo
@@ -235,3 +245,102 @@ def test_pagina_exige_login(client: Client) -> None:
     resposta = client.get(PAGINA)
     assert resposta.status_code == 302
     assert resposta["Location"].startswith("/entrar/?next=")
+
+
+# --- The frequency picker and the preview -------------------------------------------
+
+
+def test_gerente_agenda_o_ultimo_dia_do_mes_pelo_seletor(
+    cliente: Client, tenant: Tenant
+) -> None:
+    hora = fusos.hora_longe_de(timezone.now(), SAO_PAULO)
+    seletor = {"frequencia": "mensal", "dia_do_mes": "L", "horario": f"{hora:%H:%M}"}
+    resposta = cliente.post(f"{PAGINA}novo/", SEM_CRON | seletor)
+    esperados = fusos.ultimos_dias_do_mes(hora, SAO_PAULO, timezone.now())
+
+    assert resposta.status_code == 302
+    agendamento = Agendamento.objects.get()
+    assert agendamento.cron == f"30 {hora.hour} L * *"
+    assert agendamento.proximo_disparo == esperados[0]
+    linha = linha_do_agendamento(cliente.get(PAGINA).content.decode(), agendamento)
+    assert (
+        f"às {hora:%H:%M}, no último dia do mês ({SAO_PAULO}); "
+        f"próximo: {fusos.local(esperados[0], SAO_PAULO)}"
+    ) in linha
+    for esperado in esperados:
+        assert fusos.local(esperado, SAO_PAULO) in linha
+
+
+@pytest.mark.parametrize(
+    ("seletor", "campo", "mensagem"),
+    [
+        ({"frequencia": "semanal", "horario": "06:30"}, "dias_da_semana", "pelo menos"),
+        (
+            {"frequencia": "mensal", "dia_do_mes": "0", "horario": "06:30"},
+            "dia_do_mes",
+            "válida",
+        ),
+        ({"frequencia": "diaria", "horario": ""}, "horario", "informe o horário"),
+        ({"frequencia": "cron", "cron": ""}, "cron", "informe a expressão cron"),
+        ({"frequencia": "todo_dia", "horario": "06:30"}, "frequencia", "válida"),
+    ],
+)
+def test_escolha_invalida_do_seletor_e_400_no_seu_campo(
+    cliente: Client, seletor: dict[str, str], campo: str, mensagem: str
+) -> None:
+    resposta = cliente.post(f"{PAGINA}novo/", SEM_CRON | seletor)
+
+    assert resposta.status_code == 400
+    assert list(resposta.context["form"].errors) == [campo]
+    # From the field's box to the next field's (its widget has boxes of its own).
+    bloco = resposta.content.decode().split(f'id="campo-{campo}"', 1)[1]
+    assert mensagem in bloco.split('id="campo-', 1)[0]
+    assert not Agendamento.objects.exists()
+
+
+def test_previsualizar_mostra_disparos_e_prazos_e_nao_cria_nada(
+    cliente: Client, tenant: Tenant
+) -> None:
+    Tenant.objects.filter(pk=tenant.pk).update(fuso_horario=fusos.NOVA_YORK)
+    travessia = fusos.travessia(timezone.now())
+    pedido = NOVO | {"cron": travessia.cron, "prazo_minutos": "180", PREVIA: "1"}
+
+    resposta = cliente.post(f"{PAGINA}novo/", pedido)
+
+    assert resposta.status_code == 200
+    assert not Agendamento.objects.exists()
+    previa = resposta.context["form"].previa
+    assert previa.descricao.endswith(
+        f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}"
+    )
+    assert previa.disparos == list(
+        zip(
+            travessia.locais,
+            fusos.prazos(travessia.disparos, 180, fusos.NOVA_YORK),
+            strict=True,
+        )
+    )
+    html = resposta.content.decode()
+    assert previa.descricao in html
+    assert f'value="{travessia.cron}"' in html  # the form keeps what was typed
+
+
+def test_previa_do_script_e_um_fragmento_com_os_erros_do_seletor(
+    cliente: Client,
+) -> None:
+    valida = cliente.post(
+        f"{PAGINA}previa/", SEM_CRON | {"frequencia": "diaria", "horario": "07:00"}
+    )
+    invalida = cliente.post(
+        f"{PAGINA}previa/", SEM_CRON | {"frequencia": "semanal", "horario": "07:00"}
+    )
+    intervalo = cliente.post(f"{PAGINA}previa/", NOVO | {"cron": "*/5 * * * *"})
+
+    assert valida.status_code == 200
+    assert "<html" not in valida.content.decode()
+    assert valida.content.decode().count('data-campo="previa-disparo"') == 3
+    assert "às 07:00, a cada dia (America/Sao_Paulo)" in valida.content.decode()
+    assert "escolha pelo menos um dia da semana" in invalida.content.decode()
+    assert "o intervalo mínimo é 15 minutos" in intervalo.content.decode()
+    assert cliente.get(f"{PAGINA}previa/").status_code == 405
+    assert not Agendamento.objects.exists()

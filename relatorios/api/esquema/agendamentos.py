@@ -42,9 +42,10 @@ class NovoAgendamentoSerializer(serializers.Serializer):
     periodo = serializers.ChoiceField(choices=Periodo.choices)
     cron = serializers.CharField(
         max_length=CRON_MAX,
-        help_text="Cinco campos (min hora dia mês semana), no fuso do tenant. "
-        "Dois disparos não podem ficar a menos de "
-        "`RELATORIOS_INTERVALO_MINIMO_MIN` minutos (15) um do outro.",
+        help_text="Cinco campos (min hora dia mês semana), no fuso do tenant; "
+        "`L` no dia do mês é o último dia (`0 3 L * *`). Dois disparos não podem "
+        "ficar a menos de `RELATORIOS_INTERVALO_MINIMO_MIN` minutos (15) um do "
+        "outro.",
     )
     prazo_minutos = serializers.IntegerField(
         min_value=1, max_value=62 * 24 * 60, help_text="Prazo do alerta de ausência."
@@ -124,6 +125,13 @@ class AgendamentoSerializer(serializers.Serializer):
     tipo = serializers.CharField()
     periodo = serializers.ChoiceField(choices=Periodo.choices)
     cron = serializers.CharField()
+    descricao = serializers.CharField(
+        read_only=True,
+        help_text="O `cron` em palavras (pt-BR), no fuso do tenant, com o próximo "
+        "disparo: «às 03:00, no dia 1 do mês (America/Sao_Paulo); próximo: "
+        "01/01/2027 03:00» (pausado ou excluído: «sem próximo disparo»). Só "
+        "leitura: para exibir, não para interpretar.",
+    )
     prazo_minutos = serializers.IntegerField()
     agrupar = serializers.CharField()
     lojas = serializers.ListField(child=serializers.CharField())
