@@ -5,7 +5,8 @@ como falhou, expirar resultado: `operar_relatoriojob`). They look after the
 schedules (create, pause, resume, run now, delete: `add_`/`change_agendamento`;
 schedules are never edited field by field), their occurrences and alerts, and
 close alerts with a note (`fechar_alerta`), see the webhooks and the
-deliveries and resend one (`reenviar_entrega`). They never edit a job's params or
+deliveries and resend one (`reenviar_entrega`), and read the operations
+dashboard (`ver_painel`). They never edit a job's params or
 result, delete anything, or see users and tokens.
 
 Used by migration 0004 (with the historical models) and by tests and commands
@@ -41,6 +42,8 @@ PERMISSOES_DO_SUPORTE = (
     ("relatorios", "view_webhook"),
     ("relatorios", "view_entrega"),
     ("relatorios", "reenviar_entrega"),
+    # The operations dashboard (/admin/painel/): reads only.
+    ("relatorios", "ver_painel"),
 )
 
 

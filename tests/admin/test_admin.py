@@ -109,6 +109,8 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "view_webhook"),
         ("relatorios", "view_entrega"),
         ("relatorios", "reenviar_entrega"),
+        # 0019_painel_de_operacao (tests/admin/test_painel.py).
+        ("relatorios", "ver_painel"),
     }
 
 
