@@ -94,7 +94,7 @@ def test_painel_tem_o_que_o_operador_abre_primeiro() -> None:
 
 # Grafana asks Prometheus' range API for each target, as here; a panel shows
 # what comes back. No Grafana here (none in Debian, PyPI or npm); the JSON's
-# shape is checked against Grafana's schema separately (deploy/grafana/README.md).
+# shape is checked against Grafana's schema by `make grafana-esquema`.
 SEM_DADOS_AQUI = frozenset(
     {
         # Only with a read replica configured (tests/banco/test_replica.py).
