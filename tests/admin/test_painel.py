@@ -307,7 +307,6 @@ def test_cada_consulta_do_painel_usa_um_indice(cenario: Cenario) -> None:
     assert len(capturadas) == 7
     assert [t for t in TABELAS_GRANDES if f"Seq Scan on {t}" in juntos] == []
     assert [i for i in INDICES if i not in juntos] == []
-    assert "Index Only Scan using relatorio_jobs_concluidos" in juntos
 
 
 # --- Who opens it ----------------------------------------------------------------
