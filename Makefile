@@ -79,3 +79,10 @@ vendor-chartjs:
 	printf 'chart.js %s\nsha256 %s\n' "$(CHARTJS)" \
 		"$$(sha256sum $(VENDOR_CHARTJS)/chart.umd.min.js | cut -d' ' -f1)" > $(VENDOR_CHARTJS)/VERSION
 	rm -rf .vendor-tmp
+
+# Grafana's dashboard schema (@grafana/schema on npm, Node from Debian): the
+# dashboard's JSON must satisfy its TypeScript types (deploy/grafana/esquema/).
+.PHONY: grafana-esquema
+grafana-esquema:
+	cd deploy/grafana/esquema && npm ci --silent --no-audit --no-fund \
+		&& python3 verificar.py && npx tsc -p .

@@ -9,7 +9,9 @@ and the worker call), timed one by one:
   store check, upsert, queue message);
 - dedup hit: `pedidos.submeter` of a pending request (read by chave);
 - status: `consultas.estado_do_job` (by id and tenant, the status endpoint's read);
-- claim: `ciclo.reivindicar` of a pending job (the worker's guarded UPDATE).
+- claim: `ciclo.reivindicar` of a pending job (the worker's guarded UPDATE);
+- the support admin's operations dashboard, statement by statement
+  (`bench/b4_painel.py`).
 
 Then `generate_series` writes the history (finished jobs of every tenant,
 random-looking keys, inserted in key order so the unique index is built
@@ -29,6 +31,7 @@ from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any
 
+from bench import b4_painel
 from bench.contexto import Contexto, linha, nota
 from bench.preparo import criar_tenant, gerar_dados
 
@@ -76,6 +79,7 @@ def executar(ctx: Contexto) -> None:
     usuario_id = _usuario(tenant_id)
 
     antes = _rodadas(tenant_id, usuario_id, repeticoes, estado=0)
+    painel_antes = b4_painel.medir(ctx)
     inicio = time.monotonic()
     _carregar_historico(ctx, n_historico)
     nota(
@@ -83,6 +87,11 @@ def executar(ctx: Contexto) -> None:
         f"{time.monotonic() - inicio:.0f}s; relatorio_jobs now {_tamanho(ctx)}"
     )
     depois = _rodadas(tenant_id, usuario_id, repeticoes, estado=1)
+    # After the rounds: the ledger and the occurrences are not theirs to carry.
+    b4_painel.carregar(ctx)
+    painel_depois = b4_painel.medir(ctx)
+    sem_indice = b4_painel.sem_indice(ctx, painel_depois)
+    b4_painel.apagar(ctx)
 
     rotulo = f"{n_historico / 1e6:g}M"
     for operacao in antes:
@@ -94,6 +103,7 @@ def executar(ctx: Contexto) -> None:
             f"{rotulo} jobs: median {statistics.median(d):.3f} ms "
             f"p99 {_p99(d):.3f} ms  ratio {razao:.2f}x (target <= 1.3x)",
         )
+    b4_painel.relatar(painel_antes, painel_depois, sem_indice, rotulo)
 
 
 def _usuario(tenant_id: int) -> int:

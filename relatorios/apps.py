@@ -18,6 +18,7 @@ from django.db.models import QuerySet
 from django.db.models.constants import LOOKUP_SEP
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.template.response import TemplateResponse
+from django.urls import URLPattern, URLResolver, path
 
 # Fields no admin query may filter, search or order on, on any model and
 # through any relation: a filter on a secret is an oracle (a right prefix
@@ -114,7 +115,8 @@ def verificar_url_base(**kwargs: Any) -> list[checks.CheckMessage]:
 # Django's admin site, for support staff: only users without a tenant enter.
 # A tenant's manager never enters the admin, even if someone ticked "equipe"
 # on their account: the admin shows every tenant's data. Its landing page opens
-# with the numbers support looks at first (`admin.indicadores`). It lives here,
+# with the numbers support looks at first (`admin.indicadores`); `painel/` is
+# the operations dashboard (`admin.painel`). It lives here,
 # beside the AppConfig that names it, and not in `relatorios.admin`: Django
 # imports the default site while it sets the site up, and importing the admin
 # package then would register every ModelAdmin on a site about to be replaced.
@@ -163,6 +165,22 @@ class SiteDeSuporte(admin.AdminSite):
                 {"__module__": classe.__module__, "__qualname__": classe.__qualname__},
             )
         super().register(model_or_iterable, classe, **options)
+
+    def get_urls(self) -> list[URLPattern | URLResolver]:
+        return [
+            path(
+                "painel/",
+                self.admin_view(self.painel_de_operacao),
+                name="painel",
+            ),
+            *super().get_urls(),
+        ]
+
+    def painel_de_operacao(self, request: HttpRequest) -> TemplateResponse:
+        """The operations dashboard (`relatorios.admin.painel`)."""
+        from relatorios.admin import painel
+
+        return painel.painel(request, site=self)
 
     def index(
         self, request: HttpRequest, extra_context: dict[str, Any] | None = None

@@ -201,6 +201,9 @@ class Ocorrencia(models.Model):
                 name="relatorio_ocorr_entregues",
                 condition=models.Q(entregue_em__isnull=False),
             ),
+            # The operations dashboard's occurrences per day, all tenants
+            # (admin/consultas_do_painel.ocorrencias_por_dia).
+            models.Index(fields=["planejado_para"], name="relatorio_ocorr_planejadas"),
         ]
 
     def __str__(self) -> str:

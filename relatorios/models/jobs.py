@@ -109,6 +109,9 @@ class RelatorioJob(models.Model):
         # changing a job is not "change" (no field is ever edited by hand).
         permissions = [
             ("operar_relatoriojob", "Pode reexecutar, marcar como falhou e expirar"),
+            # The operations dashboard (/admin/painel/, relatorios/admin/painel.py):
+            # reads only, across tenants.
+            ("ver_painel", "Pode ver o painel de operação"),
         ]
         constraints = [
             # Named as PostgreSQL names seed 000's inline `chave text UNIQUE`; the
@@ -160,6 +163,16 @@ class RelatorioJob(models.Model):
                 fields=["concluido_em"],
                 name="relatorio_jobs_falhos",
                 condition=models.Q(status="falhou"),
+            ),
+            # The operations dashboard's jobs finished per hour by status
+            # (admin/consultas_do_painel.concluidos_por_hora): the last 7 days
+            # by concluido_em, status included for an index-only scan. Only
+            # finishing writes an entry (the submit and the claim do not).
+            models.Index(
+                fields=["concluido_em"],
+                include=["status"],
+                name="relatorio_jobs_concluidos",
+                condition=models.Q(status__in=["pronto", "falhou"]),
             ),
         ]
 
@@ -213,6 +226,13 @@ class RelatorioTentativa(models.Model):
             models.UniqueConstraint(
                 fields=["job", "iniciado_em"], name="relatorio_tentativas_job_inicio"
             )
+        ]
+        indexes = [
+            # The operations dashboard's worker time per tenant
+            # (admin/consultas_do_painel.tenants_por_tempo): the attempts
+            # started in the last 24 h. iniciado_em is written once, so
+            # closing an attempt stays a HOT update.
+            models.Index(fields=["iniciado_em"], name="relatorio_tentativas_inicio"),
         ]
 
     def __str__(self) -> str:

@@ -5,8 +5,9 @@ como falhou, expirar resultado: `operar_relatoriojob`). They look after the
 schedules (create, pause, resume, run now, delete: `add_`/`change_agendamento`;
 schedules are never edited field by field), their occurrences and alerts, and
 close alerts with a note (`fechar_alerta`), see the webhooks and the
-deliveries and resend one (`reenviar_entrega`), and set a tenant's allowed
-email domains (`definir_dominios_email`). They never edit a job's params or
+deliveries and resend one (`reenviar_entrega`), set a tenant's allowed
+email domains (`definir_dominios_email`), and read the operations
+dashboard (`ver_painel`). They never edit a job's params or
 result, delete anything, or see users and tokens.
 
 Used by migration 0004 (with the historical models) and by tests and commands
@@ -44,6 +45,8 @@ PERMISSOES_DO_SUPORTE = (
     ("relatorios", "reenviar_entrega"),
     # A tenant's allowed email domains: the one field of a tenant they change.
     ("relatorios", "definir_dominios_email"),
+    # The operations dashboard (/admin/painel/): reads only.
+    ("relatorios", "ver_painel"),
 )
 
 

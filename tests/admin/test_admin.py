@@ -111,6 +111,8 @@ def test_migracao_criou_o_grupo_suporte_com_exatamente_suas_permissoes() -> None
         ("relatorios", "reenviar_entrega"),
         # 0022_dominios_de_email.
         ("relatorios", "definir_dominios_email"),
+        # 0025_painel_de_operacao (tests/admin/test_painel.py).
+        ("relatorios", "ver_painel"),
     }
 
 

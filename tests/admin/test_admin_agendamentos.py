@@ -108,6 +108,7 @@ def test_grupo_suporte_tem_exatamente_as_permissoes_de_agendamento(
         "view_entrega",
         "reenviar_entrega",
         "definir_dominios_email",
+        "ver_painel",
     }
     assert codigos - outras == novas
     assert set(permissoes.PERMISSOES_DO_SUPORTE) == {("relatorios", c) for c in codigos}

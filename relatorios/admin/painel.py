@@ -1,0 +1,207 @@
+"""The operations dashboard (`/admin/painel/`): the queue and the failures
+over time, drawn with the Chart.js the pages already serve.
+
+Support reads pictures here where the landing page gives counts: jobs
+finished per hour (24 h and 7 days), failures by reason, the queue now,
+scheduled occurrences on time, late or missed per day, the tenants that ask
+for the most and take the most worker time, the clusters alive. The reads
+are `consultas_do_painel` (a few bounded aggregate statements); this module
+shapes them into charts, whose points the page carries as JSON for
+`relatorios/static/relatorios/painel.js`. Only the `ver_painel` permission
+opens it (the Suporte group has it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.contrib.admin import AdminSite
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
+from django.template.response import TemplateResponse
+from django.utils import timezone
+
+from relatorios.admin import clusters as admin_clusters
+from relatorios.admin import consultas_do_painel as consultas
+from relatorios.admin.comum import curto
+
+PERMISSAO = "relatorios.ver_painel"
+HORAS_DA_SEMANA = 7 * 24
+DIAS_DE_OCORRENCIAS = 14
+LIMITE_DE_MOTIVOS = 8
+LIMITE_DE_TENANTS = 10
+
+# The admin's status colours (relatorios/static/relatorios/admin.css).
+VERDE, VERMELHO, LARANJA, CINZA, AZUL = (
+    "#2b8a3e",
+    "#c92a2a",
+    "#e67700",
+    "#868e96",
+    "#0b63ce",
+)
+
+
+@dataclass(frozen=True)
+class Serie:
+    nome: str
+    valores: list[float]
+    cor: str
+
+
+@dataclass(frozen=True)
+class Grafico:
+    """What painel.js draws: a Chart.js bar chart, stacked or lying down."""
+
+    titulo: str
+    rotulos: list[str]
+    series: list[Serie]
+    empilhado: bool = False
+    deitado: bool = False
+    # The values' unit, for the axis and the tooltips ("min").
+    unidade: str = ""
+    vazio_texto: str = ""
+
+    @property
+    def vazio(self) -> bool:
+        return not self.rotulos
+
+    def dados(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Painel:
+    graficos: dict[str, Grafico]
+    fila: consultas.Fila
+    clusters: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def idade_do_pendente_mais_antigo(self) -> str:
+        idade = self.fila.idade_do_mais_antigo_s
+        if idade is None:
+            return "—"
+        return curto(timedelta(seconds=idade))
+
+    def dados(self) -> dict[str, dict[str, Any]]:
+        return {nome: g.dados() for nome, g in self.graficos.items()}
+
+
+def montar() -> Painel:
+    """Every read of the dashboard, in the admin's time zone."""
+    horas = consultas.concluidos_por_hora(horas=HORAS_DA_SEMANA)
+    # In the page's order: half-width charts in pairs, the week and the
+    # occurrences across the page (relatorios/static/relatorios/admin.css).
+    graficos = {
+        "concluidos_24h": _concluidos(
+            "Jobs concluídos por hora — últimas 24 h", horas[-24:], "%H h"
+        ),
+        "falhas": _falhas(consultas.falhas_por_motivo(limite=LIMITE_DE_MOTIVOS)),
+        "concluidos_7d": _concluidos(
+            "Jobs concluídos por hora — últimos 7 dias", horas, "%d/%m %H h"
+        ),
+        "ocorrencias": _ocorrencias(
+            consultas.ocorrencias_por_dia(
+                dias=DIAS_DE_OCORRENCIAS, fuso=timezone.get_current_timezone_name()
+            )
+        ),
+        "tenants_jobs": _tenants(
+            "Tenants com mais jobs — últimas 24 h",
+            consultas.tenants_por_jobs(limite=LIMITE_DE_TENANTS),
+            serie="jobs criados",
+            cor=AZUL,
+        ),
+        "tenants_tempo": _tenants(
+            "Tenants com mais tempo de worker — últimas 24 h",
+            [
+                consultas.Consumo(c.tenant_id, c.nome, round(c.valor / 60, 1))
+                for c in consultas.tenants_por_tempo(limite=LIMITE_DE_TENANTS)
+            ],
+            serie="minutos de worker",
+            cor=LARANJA,
+            unidade="min",
+        ),
+    }
+    return Painel(
+        graficos=graficos,
+        fila=consultas.fila(),
+        clusters=[
+            {"cluster": c, "estado": admin_clusters.estado(c)}
+            for c in consultas.clusters_vivos()
+        ],
+    )
+
+
+def _concluidos(titulo: str, horas: list[consultas.Hora], formato: str) -> Grafico:
+    return Grafico(
+        titulo=titulo,
+        rotulos=[timezone.localtime(h.inicio).strftime(formato) for h in horas],
+        series=[
+            Serie("pronto", [h.prontos for h in horas], VERDE),
+            Serie("falhou", [h.falhos for h in horas], VERMELHO),
+        ],
+        empilhado=True,
+    )
+
+
+def _falhas(motivos: list[consultas.Motivo]) -> Grafico:
+    return Grafico(
+        titulo="Falhas por motivo",
+        rotulos=[m.motivo for m in motivos],
+        series=[
+            Serie("últimas 24 h", [m.dia for m in motivos], VERMELHO),
+            Serie("últimos 7 dias", [m.semana for m in motivos], CINZA),
+        ],
+        deitado=True,
+        vazio_texto="Nenhum job falhou nos últimos 7 dias.",
+    )
+
+
+def _ocorrencias(dias: list[consultas.Dia]) -> Grafico:
+    return Grafico(
+        titulo="Ocorrências agendadas por dia",
+        rotulos=[d.dia.strftime("%d/%m") for d in dias],
+        series=[
+            Serie("no prazo", [d.no_prazo for d in dias], VERDE),
+            Serie("atrasadas", [d.atrasadas for d in dias], LARANJA),
+            Serie("perdidas", [d.perdidas for d in dias], VERMELHO),
+            Serie("a conferir", [d.a_conferir for d in dias], CINZA),
+        ],
+        empilhado=True,
+    )
+
+
+def _tenants(
+    titulo: str,
+    consumos: list[consultas.Consumo],
+    *,
+    serie: str,
+    cor: str,
+    unidade: str = "",
+) -> Grafico:
+    return Grafico(
+        titulo=titulo,
+        rotulos=[c.nome for c in consumos],
+        series=[Serie(serie, [c.valor for c in consumos], cor)],
+        deitado=True,
+        unidade=unidade,
+        vazio_texto="Nenhum job nas últimas 24 h.",
+    )
+
+
+def painel(request: HttpRequest, *, site: AdminSite) -> TemplateResponse:
+    """The dashboard page; the site's `admin_view` has already refused anyone
+    who may not enter the admin (a tenant's user among them)."""
+    if not request.user.has_perm(PERMISSAO):
+        raise PermissionDenied
+    return TemplateResponse(
+        request,
+        "admin/relatorios/painel.html",
+        {
+            **site.each_context(request),
+            "title": "Painel de operação",
+            "painel": montar(),
+            "fuso": timezone.get_current_timezone_name(),
+        },
+    )
