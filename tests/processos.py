@@ -156,6 +156,28 @@ def iniciar_web(
             time.sleep(0.1)
 
 
+def iniciar_eventos(log: Path, **extras: str) -> tuple[Processo, str]:
+    """The events process (config/eventos.py: granian's ASGI) on a free port,
+    once its LISTEN connection is up."""
+    porta = porta_livre()
+    env = ambiente(**{"EVENTOS_BIND": f"127.0.0.1:{porta}", **extras})
+    processo = Processo([sys.executable, "-m", "config.eventos"], env, log)
+    url = f"http://127.0.0.1:{porta}"
+    limite = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"{url}/relatorios/eventos", timeout=2)
+        except urllib.error.HTTPError:
+            return processo, url  # 401: the app answers
+        except OSError:
+            if not processo.vivo() or time.monotonic() > limite:
+                processo.matar()
+                raise RuntimeError(
+                    f"o processo de eventos não subiu:\n{processo.texto_do_log()}"
+                ) from None
+            time.sleep(0.1)
+
+
 def _esperar_texto(processo: Processo, texto: str, nome: str) -> None:
     limite = time.monotonic() + 60
     while texto not in processo.texto_do_log():

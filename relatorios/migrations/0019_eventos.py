@@ -86,7 +86,7 @@ class Migration(migrations.Migration):
         ),
         instalar(
             "relatorios_publicar",
-            "14b25b911df4fb7d04a9eae39d15e4ee8672154547982b660d2d554ce6a35922",
+            "596c8650a1631c242a7a33be69bdb2f0a3113d817ad1c0cebe0027c329678f92",
             desfazer="DROP FUNCTION relatorios_publicar(bigint, bigint, text, jsonb)",
         ),
         instalar(

@@ -29,19 +29,24 @@ CREATE OR REPLACE FUNCTION relatorios_publicar(
 ) RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     v_id bigint;
+    v_em timestamptz;
     v_aviso text;
 BEGIN
     -- Any constant serves: advisory locks are per database.
     PERFORM pg_advisory_xact_lock(2920290029);
+    -- Read under the lock: criado_em then grows with the id (the retention
+    -- deletes a prefix of ids by it).
+    v_em := clock_timestamp();
     v_id := nextval('relatorio_eventos_id_seq');
     INSERT INTO relatorio_eventos (id, tenant_id, job_id, tipo, dados, criado_em)
-    VALUES (v_id, p_tenant, p_job, p_tipo, p_dados, clock_timestamp());
+    VALUES (v_id, p_tenant, p_job, p_tipo, p_dados, v_em);
     v_aviso := jsonb_build_object(
         'id', v_id, 'tenant', p_tenant, 'job', p_job, 'tipo', p_tipo,
-        'dados', p_dados)::text;
+        'em', relatorios_instante(v_em), 'dados', p_dados)::text;
     IF octet_length(v_aviso) > 7500 THEN
         v_aviso := jsonb_build_object(
-            'id', v_id, 'tenant', p_tenant, 'job', p_job, 'tipo', p_tipo)::text;
+            'id', v_id, 'tenant', p_tenant, 'job', p_job, 'tipo', p_tipo,
+            'em', relatorios_instante(v_em))::text;
     END IF;
     PERFORM pg_notify('relatorios_eventos', v_aviso);
     RETURN v_id;
