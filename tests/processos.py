@@ -155,6 +155,21 @@ def iniciar_eventos(log: Path, **extras: str) -> tuple[Processo, str]:
     return processo, url
 
 
+def iniciar_proxy(log: Path, *, web: str, eventos: str) -> tuple[Processo, str]:
+    """nginx with deploy/nginx/relatorios.conf (config/proxy.py) in front of
+    a web server and an events process: the pages' one origin."""
+    porta = porta_livre()
+    env = ambiente(
+        PROXY_BIND=f"127.0.0.1:{porta}",
+        WEB_BIND=web.removeprefix("http://"),
+        EVENTOS_BIND=eventos.removeprefix("http://"),
+    )
+    processo = Processo([sys.executable, "-m", "config.proxy"], env, log)
+    url = f"http://127.0.0.1:{porta}"
+    _esperar_401(processo, f"{url}/relatorios/eventos", "o proxy")
+    return processo, url
+
+
 def _esperar_401(processo: Processo, url: str, nome: str) -> None:
     """Until the app answers (401: no credentials), or the process died."""
     limite = time.monotonic() + 60

@@ -48,6 +48,7 @@ from django.conf import settings
 from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
 from relatorios.agendamentos import alertas, disparo
+from relatorios.eventos import leitura
 from relatorios.fila import broker, clusters
 from relatorios.jobs import retencao, varredura
 from relatorios.notificacoes import saida
@@ -145,6 +146,7 @@ class Supervisor:
             Rotina("verificador", agendador, self._verificar),
             Rotina("entregas", intervalo, saida.varrer),
             Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
+            Rotina("eventos", settings.RELATORIOS_EXPURGO_S, leitura.expurgar),
             Rotina("métricas", intervalo, exposicao.esquecer_processos_mortos),
         ]
 
