@@ -26,10 +26,12 @@ import weakref
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
+from importlib import import_module
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.contrib.auth import aget_user
 from django.http import (
     Http404,
     HttpRequest,
@@ -145,7 +147,7 @@ async def eventos_do_tenant(request: HttpRequest) -> HttpResponseBase:
         posicao = retomada.ultimo if apos is None else apos
         quadros.append(f"id: {posicao}\n\n".encode())
     if len(retomada.eventos) >= leitura.LOTE:
-        assinatura.fila.put_nowait(RESSINCRONIZAR)
+        assinatura.por(RESSINCRONIZAR)
     return _resposta(
         assinatura, quadros, posicao=posicao, fim=False, formatar=_quadro_do_tenant
     )
@@ -171,7 +173,7 @@ async def _usuario(request: HttpRequest) -> Any:
         raise Recusa(
             401, "token inválido ou usuário inativo", **{"WWW-Authenticate": "Token"}
         ) from None
-    usuario = par[0] if par is not None else await request.auser()
+    usuario = par[0] if par is not None else await _usuario_da_sessao(request)
     if not usuario.is_authenticated:
         raise Recusa(
             401,
@@ -181,6 +183,16 @@ async def _usuario(request: HttpRequest) -> Any:
     if getattr(usuario, "tenant_id", None) is None:
         raise Recusa(403, UsuarioDeTenant.message)
     return usuario
+
+
+async def _usuario_da_sessao(request: HttpRequest) -> Any:
+    """The pages' logged-in user, read as Django's session and authentication
+    middleware would (the events process runs none: config/settings_eventos.py)."""
+    motor = import_module(settings.SESSION_ENGINE)
+    request.session = motor.SessionStore(
+        request.COOKIES.get(settings.SESSION_COOKIE_NAME)
+    )
+    return await aget_user(request)
 
 
 def _ultimo_id(request: HttpRequest) -> int | None:
@@ -288,7 +300,7 @@ async def _fluxo(
         if fim:
             return
         while True:
-            item = await assinatura.fila.get()
+            item = await assinatura.proximo()
             if item is BATIMENTO:
                 yield BATIDA
             elif item is ENCERRAR:
