@@ -33,7 +33,7 @@ from bench.ambiente import RAIZ, SAIDA, Banco, fechar_monitor, parar_todos
 from bench.contexto import Contexto, nota
 
 # Also the order they run in, whatever the order of --only.
-CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7")
+CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B9")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -128,6 +128,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         b5_relatorios,
         b6_dados,
         b7_planilhas,
+        b9_eventos,
     )
 
     modulos = {
@@ -138,6 +139,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         "B5": b5_relatorios,
         "B6": b6_dados,
         "B7": b7_planilhas,
+        "B9": b9_eventos,
     }
     executar: Callable[[Contexto], None] = modulos[nome].executar
     return executar
