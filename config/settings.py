@@ -389,6 +389,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "relatorios.api.esquema.acrescentar_links",
         "relatorios.api.esquema.limites_configurados",
+        # The event streams: async views of the events process, no DRF view.
+        "relatorios.api.esquema.eventos.acrescentar_eventos",
     ],
     # Ids are bigint: the `job` converter's digits, 1 .. 2^63-1.
     "PATH_CONVERTER_OVERRIDES": {
