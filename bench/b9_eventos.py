@@ -21,6 +21,13 @@ state changes; the same watchers polling every 2 s, in the same run.
    of the serving process(es) and of PostgreSQL, and how stale a watcher's
    view is (commit to the first poll that shows it).
 
+5. What publishing costs the hot paths, in the same run: the submit of a
+   new job and a worker's claim (B4's in-process measurement: the best of
+   three rounds, synchronous_commit off) with the events' triggers, then with
+   them disabled; and new submits from 4 threads at once for 5 s each way,
+   synchronous_commit on (NOTIFY commits one transaction at a time,
+   cluster-wide: concurrency is where that would show).
+
 QUICK: 500 streams, 100 changes.
 """
 
@@ -28,14 +35,17 @@ from __future__ import annotations
 
 import asyncio
 import re
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from pathlib import Path
 
 from bench.ambiente import (
     PYTHON,
     SAIDA,
+    TICKS_POR_S,
     MedidorCpu,
     Processo,
     ambiente,
@@ -46,9 +56,10 @@ from bench.ambiente import (
     pids_do_banco,
     pids_do_grupo,
     porta_livre,
+    ticks,
 )
 from bench.contexto import Contexto, linha, nota
-from bench.preparo import criar_tenant
+from bench.preparo import criar_tenant, gerar_dados
 
 N_JOBS = 50
 RITMO = 100  # changes per second
@@ -181,6 +192,149 @@ def executar(ctx: Contexto) -> None:
         f" | {formatar_cpu(uso)} | commit->first poll that shows it: p50"
         f" {_ms(atrasos, 0.5)} p99 {_ms(atrasos, 0.99)} ms (per watcher and change)",
     )
+    _custo_de_publicar(ctx)
+
+
+# --- what publishing costs ----------------------------------------------------
+
+
+def _custo_de_publicar(ctx: Contexto) -> None:
+    from bench.b4_historico import _usuario
+
+    tenant_id, _ = criar_tenant("Rede Publicacao", "publicacao")
+    gerar_dados(tenant_id, lojas=10, vendas=100, produtos=5, seed=4)
+    usuario_id = _usuario(tenant_id)
+    n = 300 if ctx.rapido else 1000
+    # Rounds alternate with and without, so the machine's neighbours weigh
+    # on both alike; per mode and operation the least disturbed round counts.
+    medidas: dict[bool, list[dict[str, tuple[float, float]]]] = {True: [], False: []}
+    try:
+        for rodada in range(3):
+            for ligados in (True, False):
+                _gatilhos(ctx, ligados=ligados)
+                medidas[ligados].append(
+                    _medir_publicacao(
+                        tenant_id, usuario_id, n, serie=2 * rodada + ligados
+                    )
+                )
+    finally:
+        _gatilhos(ctx, ligados=True)
+    for operacao in ("new submit", "claim"):
+        com = min(m[operacao] for m in medidas[True])
+        sem = min(m[operacao] for m in medidas[False])
+        linha(
+            f"B9 publish {operacao}",
+            f"PostgreSQL CPU per call {sem[0]:.3f} ms without the events'"
+            f" triggers, {com[0]:.3f} ms with them (+{com[0] - sem[0]:.3f} ms);"
+            f" median wall {sem[1]:.3f} -> {com[1]:.3f} ms",
+        )
+    _gatilhos(ctx, ligados=False)
+    try:
+        vazao_sem = _vazao(tenant_id, usuario_id, serie=50)
+    finally:
+        _gatilhos(ctx, ligados=True)
+    vazao_com = _vazao(tenant_id, usuario_id, serie=60)
+    linha(
+        "B9 publish concurrent",
+        f"new submits, 4 threads: {vazao_sem:.0f}/s without the triggers,"
+        f" {vazao_com:.0f}/s with them ({vazao_com / vazao_sem:.2f}x)",
+    )
+
+
+def _medir_publicacao(
+    tenant_id: int, usuario_id: int, n: int, *, serie: int
+) -> dict[str, tuple[float, float]]:
+    """n new submits, then a claim of each: per operation, the CPU its
+    PostgreSQL backend spent per call (from /proc: what a trigger adds runs
+    there) and the median wall time, synchronous_commit off (as B4)."""
+    from django.db import connection
+    from django_q.models import OrmQ
+
+    from bench.b4_historico import SQL_ENCERRAR_RESTOS
+    from relatorios.jobs import ciclo, pedidos
+
+    with connection.cursor() as cursor:
+        cursor.execute(SQL_ENCERRAR_RESTOS)
+        cursor.execute("SET synchronous_commit = off")
+        cursor.execute("SELECT pg_backend_pid()")
+        (backend,) = cursor.fetchone()
+    ids: list[int] = []
+
+    def submeter(i: int) -> None:
+        dia = date(2040 + serie, 1, 1) + timedelta(days=i % 360)
+        ids.append(
+            pedidos.submeter(
+                tenant_id=tenant_id,
+                tipo="vendas",
+                params_brutos={
+                    "inicio": dia.isoformat(),
+                    "fim": dia.isoformat(),
+                    "lojas": [f"L{1 + (i // 360) % 10:03d}"],
+                },
+                usuario_id=usuario_id,
+            ).job.id
+        )
+
+    medidas = {}
+    for nome, fazer in (
+        ("new submit", submeter),
+        ("claim", lambda i: ciclo.reivindicar(job_id=ids[i])),
+    ):
+        paredes = []
+        cpu0 = ticks(backend)
+        for i in range(n):
+            inicio = time.perf_counter()
+            fazer(i)
+            paredes.append(1000 * (time.perf_counter() - inicio))
+        cpu = 1000 * (ticks(backend) - cpu0) / TICKS_POR_S / n
+        medidas[nome] = (cpu, statistics.median(paredes))
+    OrmQ.objects.all().delete()
+    with connection.cursor() as cursor:
+        cursor.execute("RESET synchronous_commit")
+    return medidas
+
+
+def _gatilhos(ctx: Contexto, *, ligados: bool) -> None:
+    acao = "ENABLE" if ligados else "DISABLE"
+    with ctx.banco.conectar() as conexao:
+        conexao.execute(f"ALTER TABLE relatorio_jobs {acao} TRIGGER USER")
+
+
+def _vazao(tenant_id: int, usuario_id: int, *, serie: int) -> float:
+    """New submits per second from 4 threads for 5 s (each its own connection)."""
+    from django.db import connection
+    from django_q.models import OrmQ
+
+    from relatorios.jobs import pedidos
+
+    feitos = [0] * 4
+    fim = time.monotonic() + 5
+
+    def submeter(fio: int) -> None:
+        i = 0
+        while time.monotonic() < fim:
+            dia = date(2100 + serie + fio, 1, 1) + timedelta(days=i % 360)
+            pedidos.submeter(
+                tenant_id=tenant_id,
+                tipo="vendas",
+                params_brutos={
+                    "inicio": dia.isoformat(),
+                    "fim": dia.isoformat(),
+                    "lojas": [f"L{1 + (i // 360) % 10:03d}"],
+                },
+                usuario_id=usuario_id,
+            )
+            i += 1
+            feitos[fio] = i
+        connection.close()
+
+    fios = [threading.Thread(target=submeter, args=(f,)) for f in range(4)]
+    for fio in fios:
+        fio.start()
+    for fio in fios:
+        fio.join()
+    OrmQ.objects.all().delete()  # no cluster runs these
+    return sum(feitos) / 5
 
 
 # --- set-up --------------------------------------------------------------------
