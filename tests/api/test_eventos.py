@@ -309,3 +309,44 @@ def test_cada_processo_de_eventos_ve_cada_evento(
 
     esperados = [i for i, _, _ in publicados(job_id)][1:]
     assert [[int(e.id or 0) for e in f.eventos] for f in fluxos] == [esperados] * 2
+
+
+def _threads(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
+def _conexoes_do_banco() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        )
+        (n,) = cursor.fetchone()
+    return int(n)
+
+
+def test_fluxos_abertos_nao_seguram_thread_nem_conexao(
+    tenant: Tenant, token: str, pasta_saida: Path
+) -> None:
+    processo, url = processos.iniciar_eventos(
+        pasta_saida / "eventos.log", RELATORIOS_EVENTOS_BATIMENTO_S="1"
+    )
+    try:
+        (worker,) = processos.filhos(processo.pid)
+        job_id = submeter(tenant)
+        primeiro = abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
+        primeiro.esperar(lambda f: f.eventos, descricao="o primeiro fluxo")
+        threads, conexoes = _threads(worker), _conexoes_do_banco()
+        fluxos = [abrir(f"{url}/relatorios/eventos", token=token) for _ in range(15)]
+        fluxos += [
+            abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
+            for _ in range(4)
+        ]
+        for fluxo in fluxos:
+            fluxo.esperar(lambda f: f.ultimo_id is not None, descricao="a abertura")
+        time.sleep(2)  # a heartbeat went out on every stream
+
+        assert [f.status for f in fluxos] == [200] * 19
+        assert _threads(worker) == threads
+        assert _conexoes_do_banco() == conexoes
+    finally:
+        processo.parar()
