@@ -153,6 +153,13 @@ async def eventos_do_tenant(request: HttpRequest) -> HttpResponseBase:
     )
 
 
+def fora_do_processo_de_eventos(request: HttpRequest, **kwargs: Any) -> JsonResponse:
+    """The stream paths at the web server (no events process behind this
+    address): the API's JSON 404, whatever the method or Accept, not the
+    submit catch-all's answer for a type named `eventos`."""
+    return Recusa(404, "não encontrado").resposta()
+
+
 def nao_encontrado(request: HttpRequest, exception: Exception) -> JsonResponse:
     return Recusa(404, "não encontrado").resposta()
 
