@@ -29,9 +29,13 @@ demo: db
 	$(BIN)/python manage.py preparar_demo
 
 # Readable key=value logs in a terminal; production's default is JSON lines.
+# Procfile.dev is Procfile plus the proxy production puts in front
+# (deploy/nginx/relatorios.conf via config/proxy.py): the browser's origin
+# http://127.0.0.1:8000, the pages from the web server behind it, the event
+# streams from the events process.
 run: demo
 	$(BIN)/python manage.py collectstatic --noinput -v 0
-	LOG_FORMAT=$${LOG_FORMAT:-texto} PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile
+	LOG_FORMAT=$${LOG_FORMAT:-texto} PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile.dev
 
 test: install
 	bash .ci/dependencias-do-sistema

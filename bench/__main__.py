@@ -33,7 +33,7 @@ from bench.ambiente import RAIZ, SAIDA, Banco, fechar_monitor, parar_todos
 from bench.contexto import Contexto, nota
 
 # Also the order they run in, whatever the order of --only.
-CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8")
+CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -129,6 +129,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         b6_dados,
         b7_planilhas,
         b8_vizinho,
+        b9_eventos,
     )
 
     modulos = {
@@ -140,6 +141,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         "B6": b6_dados,
         "B7": b7_planilhas,
         "B8": b8_vizinho,
+        "B9": b9_eventos,
     }
     executar: Callable[[Contexto], None] = modulos[nome].executar
     return executar

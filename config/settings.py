@@ -410,6 +410,8 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "relatorios.api.esquema.acrescentar_links",
         "relatorios.api.esquema.limites_configurados",
+        # The event streams: async views of the events process, no DRF view.
+        "relatorios.api.esquema.eventos.acrescentar_eventos",
     ],
     # Ids are bigint: the `job` converter's digits, 1 .. 2^63-1.
     "PATH_CONVERTER_OVERRIDES": {
@@ -491,6 +493,24 @@ RELATORIOS_MAX_AGENDAMENTOS_POR_TENANT = env_int(
 RELATORIOS_MAX_WEBHOOKS_POR_TENANT = env_int("RELATORIOS_MAX_WEBHOOKS_POR_TENANT", 10)
 # Emails one schedule tells when its alert opens (400 naming destinatarios).
 RELATORIOS_MAX_DESTINATARIOS = env_int("RELATORIOS_MAX_DESTINATARIOS", 20)
+
+# --- Live events (Server-Sent Events; relatorios/eventos/, config/asgi.py) -----------
+
+# How long published events stay in relatorio_eventos: a client reconnecting
+# with a Last-Event-ID older than this gets a `lacuna` event (the job stream:
+# the job's current state) instead of what it missed.
+RELATORIOS_EVENTOS_RETENCAO_S = env_int("RELATORIOS_EVENTOS_RETENCAO_S", 3600)
+# A heartbeat comment on every stream (proxies keep quiet connections), and
+# the proof that the process's LISTEN connection is alive, this often.
+RELATORIOS_EVENTOS_BATIMENTO_S = env_float("RELATORIOS_EVENTOS_BATIMENTO_S", 15.0)
+# The `retry:` a stream announces: how long a client waits to reconnect.
+RELATORIOS_EVENTOS_RETRY_S = env_float("RELATORIOS_EVENTOS_RETRY_S", 3.0)
+# Open streams per user (a token is one user) and per events process; past
+# either a new one gets 429 with Retry-After.
+RELATORIOS_EVENTOS_MAX_POR_TOKEN = env_int("RELATORIOS_EVENTOS_MAX_POR_TOKEN", 20)
+RELATORIOS_EVENTOS_MAX_POR_PROCESSO = env_int(
+    "RELATORIOS_EVENTOS_MAX_POR_PROCESSO", 10_000
+)
 
 # --- Retention ---------------------------------------------------------------------
 

@@ -141,17 +141,48 @@ def iniciar_web(
         log,
     )
     url = f"http://127.0.0.1:{porta}"
+    _esperar_401(processo, f"{url}/relatorios/jobs/1", "o servidor web")
+    return processo, url
+
+
+def iniciar_eventos(log: Path, **extras: str) -> tuple[Processo, str]:
+    """The events process (config/eventos.py: granian's ASGI) on a free port."""
+    porta = porta_livre()
+    env = ambiente(**{"EVENTOS_BIND": f"127.0.0.1:{porta}", **extras})
+    processo = Processo([sys.executable, "-m", "config.eventos"], env, log)
+    url = f"http://127.0.0.1:{porta}"
+    _esperar_401(processo, f"{url}/relatorios/eventos", "o processo de eventos")
+    return processo, url
+
+
+def iniciar_proxy(log: Path, *, web: str, eventos: str) -> tuple[Processo, str]:
+    """nginx with deploy/nginx/relatorios.conf (config/proxy.py) in front of
+    a web server and an events process: the pages' one origin."""
+    porta = porta_livre()
+    env = ambiente(
+        PROXY_BIND=f"127.0.0.1:{porta}",
+        WEB_BIND=web.removeprefix("http://"),
+        EVENTOS_BIND=eventos.removeprefix("http://"),
+    )
+    processo = Processo([sys.executable, "-m", "config.proxy"], env, log)
+    url = f"http://127.0.0.1:{porta}"
+    _esperar_401(processo, f"{url}/relatorios/eventos", "o proxy")
+    return processo, url
+
+
+def _esperar_401(processo: Processo, url: str, nome: str) -> None:
+    """Until the app answers (401: no credentials), or the process died."""
     limite = time.monotonic() + 60
     while True:
         try:
-            urllib.request.urlopen(f"{url}/relatorios/jobs/1", timeout=2)
+            urllib.request.urlopen(url, timeout=2)
         except urllib.error.HTTPError:
-            return processo, url  # 401: the app answers
+            return
         except OSError:
             if not processo.vivo() or time.monotonic() > limite:
                 processo.matar()
                 raise RuntimeError(
-                    f"o servidor web não subiu:\n{processo.texto_do_log()}"
+                    f"{nome} não subiu:\n{processo.texto_do_log()}"
                 ) from None
             time.sleep(0.1)
 

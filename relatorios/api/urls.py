@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from relatorios.api import agendamentos, jobs, webhooks
+from relatorios.api import agendamentos, eventos, jobs, webhooks
 
 # `<job:...>` is the project-wide converter registered in config/urls.py.
 
@@ -58,6 +58,10 @@ urlpatterns = [
         name="webhook",
     ),
     path("relatorios/webhooks/<job:webhook_id>/", webhooks.WebhookDoTenant.as_view()),
+    # The streams are the events process's (config/urls_eventos.py, before
+    # these): reached here, there is none behind this address.
+    path("relatorios/eventos", eventos.fora_do_processo_de_eventos),
+    path("relatorios/eventos/", eventos.fora_do_processo_de_eventos),
     path("relatorios/<slug:tipo>", jobs.SubmeterRelatorio.as_view(), name="submeter"),
     path("relatorios/<slug:tipo>/", jobs.SubmeterRelatorio.as_view()),
 ]

@@ -10,6 +10,7 @@ from relatorios.models.agendamentos import (
 from relatorios.models.arquivos import Arquivo, JanelaDeDownload, LinkRevogado
 from relatorios.models.clusters import Cluster
 from relatorios.models.erp import Loja, MovimentoEstoque, Produto, Venda, Vendedor
+from relatorios.models.eventos import EventoPublicado
 from relatorios.models.jobs import (
     Desfecho,
     RelatorioJob,
@@ -37,6 +38,7 @@ __all__ = [
     "EstadoEntrega",
     "EstadoOcorrencia",
     "Evento",
+    "EventoPublicado",
     "FormaDeEntrega",
     "Inscricao",
     "JanelaDaApi",

@@ -250,6 +250,8 @@ def _contexto_do_job(job: RelatorioJob) -> dict[str, Any]:
         "expirado": expirado,
         "retry_after": consultas.RETRY_AFTER_S,
         "url_status": reverse("job", args=[job.pk]),
+        # Served by the events process, on this origin through the proxy.
+        "url_eventos": reverse("job", args=[job.pk]) + "/eventos",
         "url_estado": reverse("estado_do_job", args=[job.pk]),
         "url_repetir": reverse("repetir", args=[job.pk]),
     }

@@ -51,6 +51,7 @@ from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
 from relatorios.agendamentos import alertas, disparo
 from relatorios.banco import replica
+from relatorios.eventos import leitura
 from relatorios.fila import broker, clusters
 from relatorios.jobs import retencao, varredura
 from relatorios.notificacoes import saida
@@ -151,6 +152,7 @@ class Supervisor:
             Rotina("verificador", agendador, self._verificar),
             Rotina("entregas", intervalo, saida.varrer),
             Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
+            Rotina("eventos", settings.RELATORIOS_EXPURGO_S, leitura.expurgar),
             Rotina("métricas", intervalo, exposicao.esquecer_processos_mortos),
         ]
 

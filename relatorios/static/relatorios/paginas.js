@@ -1,9 +1,12 @@
 // The managers' pages, progressively enhanced: everything works without this.
 //
-// Job page: poll the JSON status (the API, with the session) starting at the
-// server's Retry-After and backing off to 30 s; update the progress bar; when
-// the status changes, swap in the server-rendered state (table, CSV link,
-// error, button), and stop once the job is finished.
+// Job page: follow the job's event stream (EventSource, same origin, the
+// session's cookie); each event is the status endpoint's JSON. Update the
+// progress bar; when the status changes, swap in the server-rendered state
+// (table, CSV link, error, button), and stop once the job is finished. When
+// the stream is refused or unavailable (no events process, a proxy that
+// blocks it, over its cap), poll the JSON status instead, as before: first
+// after the server's Retry-After, backing off to 30 s.
 // Request forms: disable the button once submitted (no double requests).
 // Forms with data-confirmar: ask first (schedules' "Excluir").
 // A finished job's chart: drawn from the page's JSON with Chart.js.
@@ -41,6 +44,42 @@
       });
     }
 
+    // One change at a time, in order: an event arriving while the state is
+    // being swapped in waits for it.
+    var fila = Promise.resolve();
+
+    function aplicar(corpo) {
+      var trocou = corpo.status !== status;
+      if (!trocou) {
+        var barra = campo("barra");
+        var texto = campo("progresso");
+        if (barra) barra.value = corpo.progresso;
+        if (texto) texto.textContent = corpo.progresso + "%";
+      }
+      var seguir = function () {
+        status = corpo.status;
+        raiz.dataset.status = status;
+      };
+      return trocou ? trocarEstado().then(seguir) : Promise.resolve(seguir());
+    }
+
+    function ouvir() {
+      var fonte = new EventSource(raiz.dataset.urlEventos);
+      fonte.onmessage = function (evento) {
+        var corpo = JSON.parse(evento.data);
+        if (TERMINAIS.indexOf(corpo.status) >= 0) fonte.close();
+        fila = fila.then(function () { return aplicar(corpo); }).catch(function () {
+          // The state could not be swapped in: a reload shows it.
+          raiz.dataset.parado = "sim";
+        });
+      };
+      fonte.onerror = function () {
+        // CONNECTING: the browser reconnects by itself, with Last-Event-ID.
+        // CLOSED: refused (429, 404, a proxy's 502): poll instead.
+        if (fonte.readyState === EventSource.CLOSED) agendar(intervalo);
+      };
+    }
+
     function consultar() {
       fetch(raiz.dataset.urlStatus, {
         credentials: "same-origin",
@@ -58,23 +97,11 @@
           return { corpo: corpo, retryAfter: retryAfter };
         });
       }).then(function (r) {
-        var corpo = r.corpo;
-        var terminou = TERMINAIS.indexOf(corpo.status) >= 0;
-        var trocou = corpo.status !== status;
-        if (!trocou) {
-          var barra = campo("barra");
-          var texto = campo("progresso");
-          if (barra) barra.value = corpo.progresso;
-          if (texto) texto.textContent = corpo.progresso + "%";
-        }
+        var terminou = TERMINAIS.indexOf(r.corpo.status) >= 0;
         intervalo = Math.min(MAXIMO_S, Math.max(intervalo * FATOR, r.retryAfter));
-        var seguir = function () {
-          status = corpo.status;
-          raiz.dataset.status = status;
+        return aplicar(r.corpo).then(function () {
           if (!terminou) agendar(intervalo);
-        };
-        if (trocou) return trocarEstado().then(seguir);
-        seguir();
+        });
       }).catch(function (erro) {
         if (erro === null) return;
         // The network or the server failed for a moment: keep trying, slower.
@@ -83,7 +110,8 @@
       });
     }
 
-    agendar(intervalo);
+    if (window.EventSource && raiz.dataset.urlEventos) ouvir();
+    else agendar(intervalo);
   }
 
   function protegerFormularios() {

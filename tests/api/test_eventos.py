@@ -1,0 +1,352 @@
+"""The event streams, against the real events process (granian ASGI), real
+qclusters and the real PostgreSQL LISTEN/NOTIFY."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from django.db import connection
+
+from relatorios.jobs import pedidos
+from relatorios.models import EventoPublicado, Tenant
+from tests import helpers, processos
+from tests.sse import Fluxo, abrir
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
+
+# Four monthly chunks of the test type that sleeps: claim, 25/50/75 %, pronto.
+PARAMS = {"inicio": "2026-01-01", "fim": "2026-04-30"}
+
+
+@pytest.fixture
+def eventos(transactional_db: None, pasta_saida: Path) -> Iterator[Callable[..., str]]:
+    """Starts real events processes; all are stopped after the test."""
+    iniciados: list[processos.Processo] = []
+
+    def iniciar(**extras: str) -> str:
+        extras.setdefault("RELATORIOS_EVENTOS_BATIMENTO_S", "1")
+        log = pasta_saida / f"eventos-{len(iniciados) + 1}.log"
+        processo, url = processos.iniciar_eventos(log, **extras)
+        iniciados.append(processo)
+        return url
+
+    yield iniciar
+    for processo in iniciados:
+        processo.parar()
+
+
+def submeter(tenant: Tenant, tipo: str = "teste_lento") -> int:
+    return pedidos.submeter(
+        tenant_id=tenant.pk, tipo=tipo, params_brutos=PARAMS, usuario_id=None
+    ).job.id
+
+
+def publicados(job_id: int) -> list[tuple[int, str, int]]:
+    return [
+        (e.id, e.dados["status"], e.dados["progresso"])
+        for e in EventoPublicado.objects.filter(job_id=job_id).order_by("id")
+    ]
+
+
+def vistos(fluxo: Fluxo) -> list[tuple[int, str, int]]:
+    return [
+        (int(e.id or 0), e.dados["status"], e.dados.get("progresso", 100))
+        for e in fluxo.eventos
+    ]
+
+
+def status_http(url: str, token: str) -> Any:
+    return httpx.get(url, headers={"Authorization": f"Token {token}"}, timeout=30)
+
+
+def test_fluxo_do_job_ve_cada_mudanca_de_um_job_real_em_ordem(
+    tenant: Tenant,
+    token: str,
+    eventos: Callable[..., str],
+    cluster: Callable[..., processos.Processo],
+    servidor: str,
+) -> None:
+    url = eventos()
+    job_id = submeter(tenant)
+    fluxo = abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
+    fluxo.esperar(lambda f: f.eventos, descricao="o estado inicial")
+    cluster()
+    fluxo.esperar(lambda f: f.terminou, descricao="o fim do fluxo no `pronto`")
+
+    assert fluxo.status == 200
+    assert fluxo.resposta_cabecalhos["content-type"].startswith("text/event-stream")
+    assert fluxo.retry == 3000
+    # Every change the database published, once, in order, then the end.
+    assert vistos(fluxo) == publicados(job_id)
+    assert [s for _, s, _ in vistos(fluxo)] == [
+        "pendente",
+        "executando",
+        "executando",
+        "executando",
+        "executando",
+        "pronto",
+    ]
+    # The claim, then a chunk at a time; the last chunk's 100 % is the `pronto`.
+    assert [p for _, _, p in vistos(fluxo)] == [0, 0, 25, 50, 75, 100]
+    # The last event is the status endpoint's JSON, byte for byte in content.
+    assert (
+        fluxo.eventos[-1].dados
+        == status_http(f"{servidor}/relatorios/jobs/{job_id}", token).json()
+    )
+
+
+def test_reconexao_com_last_event_id_nao_perde_nada(
+    tenant: Tenant,
+    token: str,
+    eventos: Callable[..., str],
+    cluster: Callable[..., processos.Processo],
+) -> None:
+    url = eventos()
+    job_id = submeter(tenant)
+    do_tenant = abrir(f"{url}/relatorios/eventos", token=token)
+    do_job = abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
+    do_job.esperar(lambda f: f.eventos, descricao="o estado inicial")
+    processo = cluster(RELATORIOS_TESTE_PAUSA_S="0.6")
+    do_job.esperar(
+        lambda f: any(e.dados["progresso"] == 25 for e in f.eventos),
+        descricao="25%",
+    )
+    # Both clients go away mid-job, and come back with what they last saw.
+    do_job.fechar()
+    do_tenant.fechar()
+    ultimo_do_job, ultimo_do_tenant = do_job.ultimo_id, do_tenant.ultimo_id
+    assert ultimo_do_job is not None
+    assert ultimo_do_tenant is not None
+    helpers.esperar(
+        lambda: helpers.job(job_id).status == "pronto", descricao="o job pronto"
+    )
+    processo.parar()
+    volta_do_job = abrir(
+        f"{url}/relatorios/jobs/{job_id}/eventos", token=token, ultimo=ultimo_do_job
+    )
+    volta_do_tenant = abrir(
+        f"{url}/relatorios/eventos", token=token, ultimo=ultimo_do_tenant
+    )
+    volta_do_job.esperar(lambda f: f.terminou, descricao="o fim do fluxo")
+    volta_do_tenant.esperar(
+        lambda f: any(e.tipo == "job.pronto" for e in f.eventos),
+        descricao="job.pronto no fluxo do tenant",
+    )
+
+    assert vistos(do_job) + vistos(volta_do_job) == publicados(job_id)
+    ids_do_tenant = [
+        int(e.id or 0) for e in do_tenant.eventos + volta_do_tenant.eventos
+    ]
+    assert ids_do_tenant == [i for i, _, _ in publicados(job_id)][1:]
+    # A job already finished and fully seen: 204, EventSource stops.
+    fim = status_http(f"{url}/relatorios/jobs/{job_id}/eventos", token)
+    assert fim.status_code == 200  # no Last-Event-ID: the final state, then the end
+    assert fim.text.count("data:") == 1
+    visto_tudo = httpx.get(
+        f"{url}/relatorios/jobs/{job_id}/eventos",
+        headers={
+            "Authorization": f"Token {token}",
+            "Last-Event-ID": str(publicados(job_id)[-1][0]),
+        },
+        timeout=30,
+    )
+    assert visto_tudo.status_code == 204
+
+
+def test_last_event_id_alem_da_retencao_recebe_o_estado_ou_uma_lacuna(
+    tenant: Tenant, token: str, eventos: Callable[..., str]
+) -> None:
+    url = eventos()
+    job_id = submeter(tenant)
+    antigo = publicados(job_id)[0][0]
+    EventoPublicado.objects.filter(id=antigo).delete()  # past the retention
+    do_job = abrir(
+        f"{url}/relatorios/jobs/{job_id}/eventos", token=token, ultimo=str(antigo)
+    )
+    do_tenant = abrir(f"{url}/relatorios/eventos", token=token, ultimo=str(antigo))
+    do_job.esperar(lambda f: f.eventos, descricao="o estado atual")
+    do_tenant.esperar(lambda f: f.eventos, descricao="a lacuna")
+
+    assert [e.dados["status"] for e in do_job.eventos] == ["pendente"]
+    assert [e.tipo for e in do_tenant.eventos] == ["lacuna"]
+    assert do_tenant.eventos[0].dados["ultimo_id"] == antigo
+
+
+def test_job_de_outro_tenant_e_404_antes_de_abrir(
+    tenant: Tenant, outro_tenant: Tenant, eventos: Callable[..., str]
+) -> None:
+    url = eventos(RELATORIOS_EVENTOS_MAX_POR_TOKEN="1")
+    job_id = submeter(outro_tenant)
+    _, token = helpers.criar_usuario(tenant)
+    resposta = status_http(f"{url}/relatorios/jobs/{job_id}/eventos", token)
+    inexistente = status_http(f"{url}/relatorios/jobs/{job_id + 1000}/eventos", token)
+
+    assert resposta.status_code == 404
+    assert resposta.headers["content-type"] == "application/json"
+    assert resposta.json() == {"erro": "não encontrado"}
+    assert inexistente.json() == resposta.json()
+    # The refusal held no slot: the token's one stream still opens.
+    assert abrir(f"{url}/relatorios/eventos", token=token).status == 200
+
+
+@pytest.mark.parametrize(
+    ("cabecalhos", "codigo", "campo"),
+    [
+        ({}, 401, None),
+        ({"Authorization": "Token nao-existe"}, 401, None),
+        ({"Last-Event-ID": "abc"}, 400, "Last-Event-ID"),
+        ({"Last-Event-ID": "-1"}, 400, "Last-Event-ID"),
+    ],
+)
+def test_pedido_ruim_e_recusado_em_json_antes_de_abrir(
+    token: str,
+    eventos: Callable[..., str],
+    cabecalhos: dict[str, str],
+    codigo: int,
+    campo: str | None,
+) -> None:
+    url = eventos()
+    enviados = {"Authorization": f"Token {token}", **cabecalhos}
+    if codigo == 401 and "Authorization" not in cabecalhos:
+        enviados.pop("Authorization")
+    resposta = httpx.get(f"{url}/relatorios/eventos", headers=enviados, timeout=30)
+
+    assert resposta.status_code == codigo
+    assert resposta.json().get("campo") == campo
+    assert "erro" in resposta.json()
+
+
+def test_limites_por_token_e_por_processo(
+    tenant: Tenant, eventos: Callable[..., str]
+) -> None:
+    url = eventos(
+        RELATORIOS_EVENTOS_MAX_POR_TOKEN="2", RELATORIOS_EVENTOS_MAX_POR_PROCESSO="3"
+    )
+    a, b, c = (helpers.criar_usuario(tenant)[1] for _ in range(3))
+    primeiros = [abrir(f"{url}/relatorios/eventos", token=a) for _ in range(2)]
+    terceiro_de_a = abrir(f"{url}/relatorios/eventos", token=a)
+    de_b = abrir(f"{url}/relatorios/eventos", token=b)
+    de_c = abrir(f"{url}/relatorios/eventos", token=c)
+
+    assert [f.status for f in primeiros] == [200, 200]
+    assert terceiro_de_a.status == 429
+    assert terceiro_de_a.resposta_cabecalhos["retry-after"] == "10"
+    assert "por token" in terceiro_de_a.corpo_de_erro["erro"]
+    assert de_b.status == 200
+    assert de_c.status == 429
+    assert "limite de 3" in de_c.corpo_de_erro["erro"]
+    # A stream that ends frees its slot.
+    primeiros[0].fechar()
+    helpers.esperar(
+        lambda: abrir(f"{url}/relatorios/eventos", token=c).status == 200,
+        descricao="a vaga liberada",
+    )
+
+
+def _backend_do_listen() -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pid FROM pg_stat_activity WHERE application_name ="
+            " 'relatorios-eventos' AND datname = current_database()"
+        )
+        linha = cursor.fetchone()
+    return None if linha is None else int(linha[0])
+
+
+def test_conexao_de_listen_derrubada_nao_perde_evento(
+    tenant: Tenant, token: str, eventos: Callable[..., str]
+) -> None:
+    url = eventos()
+    job_id = submeter(tenant)
+    do_job = abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
+    do_tenant = abrir(f"{url}/relatorios/eventos", token=token)
+    do_job.esperar(lambda f: f.eventos, descricao="o estado inicial")
+    antes = helpers.esperar(_backend_do_listen, descricao="a conexão de LISTEN")
+    dsn = processos.ambiente()["DATABASE_URL"]
+    with psycopg.connect(dsn, autocommit=True) as outra:
+        outra.execute("SELECT pg_terminate_backend(%s)", [antes])
+        # Changes committed while the process has no LISTEN connection.
+        for progresso in range(1, 21):
+            outra.execute(
+                "UPDATE relatorio_jobs SET progresso = %s WHERE id = %s",
+                [progresso, job_id],
+            )
+    do_job.esperar(
+        lambda f: len(f.eventos) == 21, descricao="os 20 eventos sem conexão"
+    )
+    do_tenant.esperar(lambda f: len(f.eventos) == 20, descricao="os 20 no tenant")
+    depois = helpers.esperar(_backend_do_listen, descricao="LISTEN de volta")
+
+    assert vistos(do_job) == publicados(job_id)
+    assert [int(e.id or 0) for e in do_tenant.eventos] == [
+        i for i, _, _ in publicados(job_id)
+    ][1:]
+    assert depois != antes
+    time.sleep(1.5)  # a heartbeat later, still nothing twice
+    assert len(do_job.eventos) == 21
+
+
+def test_cada_processo_de_eventos_ve_cada_evento(
+    tenant: Tenant, token: str, eventos: Callable[..., str]
+) -> None:
+    urls = [eventos(), eventos()]
+    job_id = submeter(tenant)
+    fluxos = [abrir(f"{u}/relatorios/eventos", token=token) for u in urls]
+    for progresso in (10, 20, 30):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "UPDATE relatorio_jobs SET progresso = %s WHERE id = %s",
+                [progresso, job_id],
+            )
+    for fluxo in fluxos:
+        fluxo.esperar(lambda f: len(f.eventos) == 3, descricao="3 eventos")
+
+    esperados = [i for i, _, _ in publicados(job_id)][1:]
+    assert [[int(e.id or 0) for e in f.eventos] for f in fluxos] == [esperados] * 2
+
+
+def _threads(pid: int) -> int:
+    return len(list(Path(f"/proc/{pid}/task").iterdir()))
+
+
+def _conexoes_do_banco() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        )
+        (n,) = cursor.fetchone()
+    return int(n)
+
+
+def test_fluxos_abertos_nao_seguram_thread_nem_conexao(
+    tenant: Tenant, token: str, pasta_saida: Path
+) -> None:
+    processo, url = processos.iniciar_eventos(
+        pasta_saida / "eventos.log", RELATORIOS_EVENTOS_BATIMENTO_S="1"
+    )
+    try:
+        (worker,) = processos.filhos(processo.pid)
+        job_id = submeter(tenant)
+        primeiro = abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
+        primeiro.esperar(lambda f: f.eventos, descricao="o primeiro fluxo")
+        threads, conexoes = _threads(worker), _conexoes_do_banco()
+        fluxos = [abrir(f"{url}/relatorios/eventos", token=token) for _ in range(15)]
+        fluxos += [
+            abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
+            for _ in range(4)
+        ]
+        for fluxo in fluxos:
+            fluxo.esperar(lambda f: f.ultimo_id is not None, descricao="a abertura")
+        time.sleep(2)  # a heartbeat went out on every stream
+
+        assert [f.status for f in fluxos] == [200] * 19
+        assert _threads(worker) == threads
+        assert _conexoes_do_banco() == conexoes
+    finally:
+        processo.parar()
