@@ -1,0 +1,122 @@
+"""What a run prints: the calm phase against the faulty one, the faults, the
+invariants; and the same as JSON (relatorio.json) for the CI test."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from tests.caos.falhas import Registro
+from tests.caos.invariantes import Colheita, Figura
+
+
+def nota(texto: str) -> None:
+    print(f"# {texto}", flush=True)
+
+
+def percentil(valores: list[float], p: float) -> float:
+    if not valores:
+        return math.nan
+    ordenados = sorted(valores)
+    return ordenados[min(len(ordenados) - 1, int(p * len(ordenados)))]
+
+
+def fase(c: Colheita, nome: str, de: float, ate: float) -> dict[str, Any]:
+    """Throughput and latency of one phase, from the clients and the database."""
+    chamadas = [ch for ch in c.soak.chamadas if de <= ch.inicio < ate]
+    duracao = max(ate - de, 1e-9)
+    submits = [ch for ch in chamadas if ch.carga == "submeter"]
+    aceitos = [ch for ch in submits if ch.status in (200, 202)]
+    respondidas = [
+        (ch.fim - ch.inicio) * 1000
+        for ch in chamadas
+        if ch.carga in ("submeter", "consultar") and ch.status is not None
+    ]
+    [(prontos,)] = c.linhas(
+        "SELECT count(*) FROM relatorio_tentativas WHERE desfecho = 'pronto'"
+        " AND terminado_em >= to_timestamp(%s) AND terminado_em < to_timestamp(%s)",
+        [de, ate],
+    )
+    return {
+        "fase": nome,
+        "segundos": round(duracao, 1),
+        "pedidos_s": round(len(chamadas) / duracao, 1),
+        "submits_aceitos_s": round(len(aceitos) / duracao, 2),
+        "jobs_prontos_s": round(prontos / duracao, 2),
+        "p50_ms": round(percentil(respondidas, 0.5), 1),
+        "p99_ms": round(percentil(respondidas, 0.99), 1),
+        "http_5xx": sum(1 for ch in chamadas if (ch.status or 0) >= 500),
+        "sem_resposta": sum(1 for ch in chamadas if ch.status is None),
+        "status": dict(Counter(str(ch.status) for ch in chamadas)),
+    }
+
+
+def imprimir_fases(fases: list[dict[str, Any]]) -> None:
+    print(
+        f"{'fase':<6} {'s':>5} {'req/s':>6} {'aceitos/s':>9} {'prontos/s':>9}"
+        f" {'p50 ms':>7} {'p99 ms':>7} {'5xx':>4} {'sem resp.':>9}"
+    )
+    for f in fases:
+        print(
+            f"{f['fase']:<6} {f['segundos']:>5.0f} {f['pedidos_s']:>6.1f}"
+            f" {f['submits_aceitos_s']:>9.2f} {f['jobs_prontos_s']:>9.2f}"
+            f" {f['p50_ms']:>7.1f} {f['p99_ms']:>7.1f} {f['http_5xx']:>4}"
+            f" {f['sem_resposta']:>9}"
+        )
+    if len(fases) == 2 and fases[0]["jobs_prontos_s"]:
+        calma, caos = fases
+        prontos = caos["jobs_prontos_s"] / calma["jobs_prontos_s"]
+        p99 = caos["p99_ms"] / max(calma["p99_ms"], 1e-9)
+        print(f"caos/calma: prontos/s x{prontos:.2f}, p99 x{p99:.2f}")
+
+
+def imprimir_falhas(registros: list[Registro]) -> None:
+    feitas = Counter(r.tipo for r in registros if not r.pulada)
+    puladas = Counter(r.tipo for r in registros if r.pulada)
+    total = sum(feitas.values())
+    print(f"falhas injetadas: {total} ({sum(puladas.values())} sem alvo, puladas)")
+    for tipo in sorted(feitas.keys() | puladas.keys()):
+        extra = f" (+{puladas[tipo]} puladas)" if puladas[tipo] else ""
+        print(f"  {tipo:<24} {feitas[tipo]:>4}{extra}")
+
+
+def imprimir_figuras(figuras: list[Figura]) -> None:
+    for f in figuras:
+        valor = "—" if f.valor is None else str(f.valor)
+        rotulo = " (informativo)" if f.informativo else ""
+        print(f"{f.nome:<38} {valor:>5}  {f.prova}{rotulo}")
+        for exemplo in f.exemplos:
+            print(f"{'':<46}· {exemplo}")
+
+
+def violadas(figuras: list[Figura]) -> list[Figura]:
+    return [f for f in figuras if not f.informativo and f.valor]
+
+
+def gravar(
+    arquivo: Path,
+    *,
+    cabecalho: dict[str, Any],
+    fases: list[dict[str, Any]],
+    registros: list[Registro],
+    figuras: list[Figura],
+    erros: list[str],
+) -> None:
+    arquivo.write_text(
+        json.dumps(
+            {
+                **cabecalho,
+                "fases": fases,
+                "falhas": [asdict(r) for r in registros],
+                "falhas_injetadas": sum(1 for r in registros if not r.pulada),
+                "invariantes": [asdict(f) for f in figuras],
+                "erros_do_harness": erros,
+            },
+            ensure_ascii=False,
+            indent=1,
+        )
+    )
