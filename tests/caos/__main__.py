@@ -39,7 +39,7 @@ def argumentos(argv: list[str] | None) -> Parametros:
         " primary and streaming replica",
     )
     p.add_argument("--calma", type=float, default=0.2, help="calm share of the load")
-    p.add_argument("--intervalo", type=float, default=3.5, help="mean s between faults")
+    p.add_argument("--intervalo", type=float, default=3.0, help="mean s between faults")
     p.add_argument("--limite-final", type=segundos, default=segundos("180s"))
     p.add_argument(
         "--sem-falha",

@@ -26,7 +26,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from tests.caos.implantacao import HARNESS, Implantacao, pids_da_instancia
@@ -34,6 +34,11 @@ from tests.caos.razao import PREFIXO
 
 # Restarts under way (joined before the drain).
 REINICIOS: list[threading.Thread] = []
+# How long a killed cluster takes to start again, on a loaded host (the
+# planner keeps other cluster faults off it meanwhile).
+REINICIO_S = 15.0
+# How long a worker fault waits for a worker in the middle of a chunk.
+ESPERA_POR_PARTE_S = 3.0
 # A web worker younger than this is never killed (granian's crash-loop rule).
 IDADE_MINIMA_WEB_S = 8.0
 # How long after a fault on a web server its 5xx (and requests without an
@@ -73,7 +78,18 @@ class TipoDeFalha:
     # (min, max) of its duration in seconds; (0, 0): instantaneous.
     duracao: tuple[float, float]
     iniciar: Callable[[Implantacao, FalhaPlanejada], Efeito]
-    so_com_replica: bool = False
+    ocupa: str = ""
+
+    @property
+    def so_com_replica(self) -> bool:
+        return self.ocupa == "replica"
+
+    def chaves(self, falha: FalhaPlanejada, clusters: int) -> list[str]:
+        if self.ocupa == "cluster":
+            return [f"cluster-{falha.alvo % clusters + 1}"]
+        if self.ocupa == "clusters":
+            return [f"cluster-{i}" for i in range(1, clusters + 1)]
+        return [self.ocupa] if self.ocupa else []
 
 
 @dataclass
@@ -115,24 +131,43 @@ def _continuar(pids: list[int]) -> Callable[[], str]:
 
 
 def _worker_do_cluster(impl: Implantacao, f: FalhaPlanejada) -> tuple[int | None, str]:
-    """A worker of the cluster that is running a job (from the open attempts),
-    or, when none is, any process the cluster's sentinel forked."""
+    """A worker of the cluster in the middle of a ledger chunk (it holds the
+    job's lock: frozen past its lease, it is a zombie the ledger sees),
+    waited for up to ESPERA_POR_PARTE_S; else one running any job (an open
+    attempt); else any process the cluster's sentinel forked."""
     cluster = impl.clusters[f.alvo % len(impl.clusters)]
-    pids = impl.pids_do_cluster(cluster)
-    if len(pids) < 3:
-        return None, f"cluster {cluster.indice} fora do ar"
+    limite = time.time() + ESPERA_POR_PARTE_S
     with impl.conectar() as conexao:
-        ocupados = {
-            int(t.rsplit(":", 1)[1])
-            for (t,) in conexao.execute(
-                "SELECT trabalhador FROM relatorio_tentativas"
+        while True:
+            pids = impl.pids_do_cluster(cluster)
+            if len(pids) < 3:
+                return None, f"cluster {cluster.indice} fora do ar"
+            # pids[0] is the cluster's main process, pids[1] its sentinel.
+            na_razao = [
+                pid
+                for (pid,) in conexao.execute(
+                    "SELECT pid FROM caos_razao WHERE fim IS NULL"
+                    " AND inicio > now() - interval '1 minute' AND pid = ANY(%s)",
+                    [pids[2:]],
+                ).fetchall()
+            ]
+            if na_razao:
+                return _escolher(
+                    na_razao, f.sorte
+                ), f"cluster {cluster.indice}, numa parte"
+            if time.time() > limite:
+                break
+            time.sleep(0.05)
+        ocupados = [
+            int(pid)
+            for (pid,) in conexao.execute(
+                "SELECT split_part(trabalhador, ':', 2) FROM relatorio_tentativas"
                 " WHERE terminado_em IS NULL AND trabalhador LIKE '%:%'"
             ).fetchall()
-        }
-    # pids[0] is the cluster's main process, pids[1] its sentinel.
-    trabalhando = [pid for pid in pids[2:] if pid in ocupados]
-    if trabalhando:
-        return _escolher(trabalhando, f.sorte), f"cluster {cluster.indice}, com job"
+            if pid.isdigit() and int(pid) in pids[2:]
+        ]
+    if ocupados:
+        return _escolher(ocupados, f.sorte), f"cluster {cluster.indice}, com job"
     return _escolher(pids[2:], f.sorte), f"cluster {cluster.indice}, ocioso"
 
 
@@ -324,29 +359,30 @@ def tirar_ganchos(impl: Implantacao, f: FalhaPlanejada) -> Efeito:
     return Efeito(detalhe=f"porta {ganchos.porta}", desfazer=voltar)
 
 
-# The registry: a new fault kind is one function and one line here.
+# The registry: a new fault kind is one function and one line here. `ocupa`:
+# what a fault holds while it lasts ("cluster": its target cluster;
+# "clusters": all of them); a fault whose target is held by one not yet
+# undone is skipped (a replica restarted while frozen would wait forever).
 FALHAS: dict[str, TipoDeFalha] = {
     t.nome: t
     for t in (
         TipoDeFalha("kill9_worker_cluster", 3, (0, 0), matar_worker_do_cluster),
-        TipoDeFalha("sigstop_worker_cluster", 2, (1, 10), congelar_worker_do_cluster),
-        TipoDeFalha("kill9_cluster", 1, (1, 4), matar_cluster),
-        TipoDeFalha("sigstop_cluster", 1, (1, 10), congelar_cluster),
-        TipoDeFalha("agendador_atrasado", 0.5, (4.5, 6.5), atrasar_agendadores),
+        TipoDeFalha(
+            "sigstop_worker_cluster", 2, (2, 16), congelar_worker_do_cluster, "cluster"
+        ),
+        TipoDeFalha("kill9_cluster", 1, (1, 4), matar_cluster, "cluster"),
+        TipoDeFalha("sigstop_cluster", 1, (1, 12), congelar_cluster, "cluster"),
+        TipoDeFalha(
+            "agendador_atrasado", 0.5, (4.5, 6.5), atrasar_agendadores, "clusters"
+        ),
         TipoDeFalha("kill9_worker_web", 2, (0, 0), matar_worker_da_web),
         TipoDeFalha("sigstop_worker_web", 1, (0.5, 4), congelar_worker_da_web),
         TipoDeFalha("pg_terminate_backend", 3, (0, 0), terminar_backends),
-        TipoDeFalha(
-            "replica_reinicio", 0.7, (1, 5), reiniciar_replica, so_com_replica=True
-        ),
-        TipoDeFalha(
-            "replica_congelada", 0.7, (1, 6), congelar_replica, so_com_replica=True
-        ),
-        TipoDeFalha(
-            "replica_replay_pausado", 0.7, (2, 8), pausar_replay, so_com_replica=True
-        ),
-        TipoDeFalha("smtp_fora", 1, (2, 10), tirar_smtp),
-        TipoDeFalha("webhooks_fora", 1, (2, 10), tirar_ganchos),
+        TipoDeFalha("replica_reinicio", 0.7, (1, 5), reiniciar_replica, "replica"),
+        TipoDeFalha("replica_congelada", 0.7, (1, 6), congelar_replica, "replica"),
+        TipoDeFalha("replica_replay_pausado", 0.7, (2, 8), pausar_replay, "replica"),
+        TipoDeFalha("smtp_fora", 1, (2, 10), tirar_smtp, "smtp"),
+        TipoDeFalha("webhooks_fora", 1, (2, 10), tirar_ganchos, "ganchos"),
     )
 }
 
@@ -363,26 +399,35 @@ def habilitadas(*, replica: bool, sem: frozenset[str] = frozenset()) -> list[str
 
 
 def planejar(
-    *, semente: int, duracao_s: float, intervalo_medio_s: float, tipos: list[str]
+    *,
+    semente: int,
+    duracao_s: float,
+    intervalo_medio_s: float,
+    tipos: list[str],
+    clusters: int = 3,
 ) -> list[FalhaPlanejada]:
     """The faults of a run: a pure function of its arguments.
 
     Every fault draws the same fields in the same order whatever its kind,
-    so a kind's parameters never shift the rest of the plan. The last
-    seconds stay free: a fault started then would outlive the phase.
+    so a kind's parameters never shift the rest of the plan. A fault aimed
+    at a cluster still held by an earlier one (see `ocupa`) moves to the
+    next free cluster; a killed cluster counts as held for REINICIO_S more,
+    the time it takes to start again. The last seconds stay free: a fault
+    started then would outlive the phase.
     """
     sorte = random.Random(semente)
     pesos = [FALHAS[t].peso for t in tipos]
     plano: list[FalhaPlanejada] = []
+    ocupados: dict[str, float] = {}  # key -> until when (s into the phase)
     em = 0.0
     while True:
         em += sorte.uniform(0.2, 2 * intervalo_medio_s - 0.2)
-        tipo = sorte.choices(tipos, weights=pesos)[0]
-        minimo, maximo = FALHAS[tipo].duracao
+        tipo = FALHAS[sorte.choices(tipos, weights=pesos)[0]]
+        minimo, maximo = tipo.duracao
         falha = FalhaPlanejada(
             n=len(plano) + 1,
             em_s=round(em, 3),
-            tipo=tipo,
+            tipo=tipo.nome,
             duracao_s=round(sorte.uniform(minimo, maximo), 3),
             alvo=sorte.randrange(1000),
             sorte=sorte.random(),
@@ -390,6 +435,19 @@ def planejar(
         )
         if em >= duracao_s - 2:
             return plano
+        if tipo.ocupa == "cluster":
+            for desvio in range(clusters):
+                candidata = replace(falha, alvo=falha.alvo + desvio)
+                if all(
+                    ocupados.get(c, -1.0) < em for c in tipo.chaves(candidata, clusters)
+                ):
+                    falha = candidata
+                    break
+        chaves = tipo.chaves(falha, clusters)
+        if all(ocupados.get(c, -1.0) < em for c in chaves):
+            # Held from now on; one that stays held is skipped when it runs.
+            extra = REINICIO_S if tipo.nome == "kill9_cluster" else 0.0
+            ocupados.update(dict.fromkeys(chaves, em + falha.duracao_s + extra))
         plano.append(falha)
 
 
@@ -416,8 +474,9 @@ class Injetor(threading.Thread):
         self.registros: list[Registro] = []
         self.erros: list[str] = []
         self._parar = threading.Event()
-        # (when, n, undo) of the faults not yet undone.
+        # (when, n, undo) of the faults not yet undone, and what each holds.
         self._pendentes: list[tuple[float, int, Callable[[], str]]] = []
+        self._ocupados: dict[str, int] = {}
         self._trava = threading.Lock()
 
     def run(self) -> None:
@@ -446,11 +505,20 @@ class Injetor(threading.Thread):
 
     def _executar(self, falha: FalhaPlanejada) -> None:
         inicio = time.time()
-        try:
-            efeito = FALHAS[falha.tipo].iniciar(self.impl, falha)
-        except Exception as erro:  # a fault that cannot run is logged, not fatal
-            efeito = Efeito(pulada=f"erro: {type(erro).__name__}: {erro}")
-            self.erros.append(f"falha {falha.n} ({falha.tipo}): {erro!r}")
+        tipo = FALHAS[falha.tipo]
+        chaves = tipo.chaves(falha, len(self.impl.clusters))
+        with self._trava:
+            ocupante = next(
+                (self._ocupados[c] for c in chaves if c in self._ocupados), None
+            )
+        if ocupante is not None:
+            efeito = Efeito(pulada=f"alvo ocupado pela falha {ocupante}")
+        else:
+            try:
+                efeito = tipo.iniciar(self.impl, falha)
+            except Exception as erro:  # a fault that cannot run is logged
+                efeito = Efeito(pulada=f"erro: {type(erro).__name__}: {erro}")
+                self.erros.append(f"falha {falha.n} ({falha.tipo}): {erro!r}")
         registro = Registro(
             n=falha.n,
             tipo=falha.tipo,
@@ -465,6 +533,7 @@ class Injetor(threading.Thread):
         self.registros.append(registro)
         if efeito.desfazer is not None:
             with self._trava:
+                self._ocupados.update(dict.fromkeys(chaves, falha.n))
                 heapq.heappush(
                     self._pendentes,
                     (inicio + falha.duracao_s, falha.n, efeito.desfazer),
@@ -480,6 +549,9 @@ class Injetor(threading.Thread):
             registro.desfeita = f"erro: {type(erro).__name__}: {erro}"
             self.erros.append(f"desfazer a falha {n}: {erro!r}")
         registro.fim = time.time()
+        with self._trava:
+            for chave in [c for c, n_ in self._ocupados.items() if n_ == n]:
+                del self._ocupados[chave]
         self._gravar(registro)
 
     def _gravar(self, registro: Registro) -> None:

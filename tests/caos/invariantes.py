@@ -598,7 +598,12 @@ def webhooks(c: Colheita) -> list[Figura]:
         if len(ids) > 1
     ]
     fantasmas = sorted({p.webhook_id for p in validos} - conhecidos)
-    invalidos = [p.caminho for p in ganchos.pedidos if not p.assinatura_valida]
+    invalidos = [
+        f"{p.caminho} {p.webhook_id}: {p.erro}"
+        for p in ganchos.pedidos
+        if not p.assinatura_valida and not p.cortado
+    ]
+    cortados = sum(1 for p in ganchos.pedidos if p.cortado)
     return [
         figura(
             "webhooks_com_mais_de_um_id",
@@ -624,7 +629,8 @@ def webhooks(c: Colheita) -> list[Figura]:
         figura(
             "webhooks_assinatura_invalida",
             invalidos,
-            "every request verifies with its tenant's secret (standardwebhooks)",
+            "every request verifies with its tenant's secret (standardwebhooks;"
+            f" {cortados} cut short by a sender killed mid-POST left out)",
         ),
     ]
 
@@ -723,14 +729,19 @@ def mortes(c: Colheita) -> list[Figura]:
 
 
 def rss(c: Colheita) -> list[Figura]:
-    """Growth of each process alive through the run, from the second fifth
-    of the load to its last fifth (medians)."""
+    """Growth of each process alive from the start of the load to its end,
+    from the second fifth of the load to its last fifth (medians). Processes
+    born during the run (a respawned worker, a restarted cluster) are left
+    out: their first minutes are their import and warm-up, not a leak."""
     m = c.marcos
     duracao = m.fim_carga - m.inicio
     base = (m.inicio + 0.2 * duracao, m.inicio + 0.4 * duracao)
     final = (m.fim_carga - 0.2 * duracao, m.fim_carga)
-    crescimentos = []
+    crescimentos, nascidos = [], 0
     for (papel, pid), amostras in c.amostras.rss.items():
+        if amostras[0][0] > m.inicio + 5:
+            nascidos += 1
+            continue
         antes = [mb for t, mb in amostras if base[0] <= t <= base[1]]
         depois = [mb for t, mb in amostras if final[0] <= t <= final[1]]
         if antes and depois:
@@ -744,7 +755,7 @@ def rss(c: Colheita) -> list[Figura]:
         if mb > c.p.rss_limite_mb
     ]
     maior = (
-        f"largest +{crescimentos[0][0]:.1f} MB ({crescimentos[0][1]})"
+        f"largest {crescimentos[0][0]:+.1f} MB ({crescimentos[0][1]})"
         if crescimentos
         else "none measured"
     )
@@ -752,8 +763,9 @@ def rss(c: Colheita) -> list[Figura]:
         figura(
             "rss_acima_do_limite",
             acima,
-            f"no long-lived process ({len(crescimentos)} measured) grew more than"
-            f" {c.p.rss_limite_mb:g} MB; {maior}",
+            f"no process alive through the load ({len(crescimentos)}; {nascidos}"
+            f" born during it left out) grew more than {c.p.rss_limite_mb:g} MB"
+            f" from its second fifth to its last; {maior}",
         )
     ]
 

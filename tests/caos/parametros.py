@@ -67,7 +67,7 @@ class Parametros:
     clusters: int = 3
     calma: float = 0.2
     # Mean seconds between the start of two faults.
-    intervalo_medio_s: float = 3.5
+    intervalo_medio_s: float = 3.0
     # After the load: how long everything may take to become final.
     limite_final_s: float = 180.0
     taxa_de_500: float = 0.2

@@ -118,6 +118,14 @@ def _conectar() -> psycopg.Connection[Any]:
     return _conexao[1]
 
 
+def fechar() -> None:
+    """Close this process's ledger connection (the tests' own process)."""
+    global _conexao
+    if _conexao is not None:
+        _conexao[1].close()
+        _conexao = None
+
+
 @contextmanager
 def registrar(ctx: Contexto, parte: Parte) -> Iterator[None]:
     """The chunk's ledger row, its locks held for as long as the work runs.

@@ -100,6 +100,8 @@ class Pedido:
     status: int
     assinatura_valida: bool
     payload: dict[str, Any]
+    erro: str = ""
+    cortado: bool = False
 
 
 def identidade(payload: dict[str, Any]) -> str:
@@ -143,16 +145,22 @@ class ReceptorDeWebhooks:
 
         class Tratador(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                corpo = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                tamanho = int(self.headers.get("Content-Length", 0))
+                corpo = self.rfile.read(tamanho)
                 segredo = receptor.segredos.get(self.path, "")
                 cabecalhos = dict(self.headers)
+                erro = ""
                 try:
                     payload = standardwebhooks.Webhook(segredo).verify(
                         corpo, cabecalhos
                     )
                     valida = True
-                except Exception:
+                except Exception as falha:
                     payload, valida = {}, False
+                    erro = (
+                        f"{type(falha).__name__}: {falha}; {len(corpo)} bytes de"
+                        f" {self.headers.get('Content-Length')}"
+                    )
                 with receptor._trava:
                     falhar = receptor._sorte.random() < receptor.taxa_de_500
                 status = 500 if falhar or not valida else 204
@@ -166,6 +174,9 @@ class ReceptorDeWebhooks:
                         status=status,
                         assinatura_valida=valida,
                         payload=payload if valida else {},
+                        erro=erro,
+                        # A sender killed in the middle of its POST.
+                        cortado=len(corpo) < tamanho,
                     )
                 )
                 self.send_response(status)

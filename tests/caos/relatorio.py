@@ -105,6 +105,7 @@ def gravar(
     registros: list[Registro],
     figuras: list[Figura],
     erros: list[str],
+    rss: dict[str, list[tuple[float, float]]],
 ) -> None:
     arquivo.write_text(
         json.dumps(
@@ -115,6 +116,8 @@ def gravar(
                 "falhas_injetadas": sum(1 for r in registros if not r.pulada),
                 "invariantes": [asdict(f) for f in figuras],
                 "erros_do_harness": erros,
+                # Each process's RSS (MB) by seconds since the load started.
+                "rss": rss,
             },
             ensure_ascii=False,
             indent=1,

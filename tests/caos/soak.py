@@ -48,6 +48,7 @@ def executar(p: Parametros) -> int:
         duracao_s=p.caos_s,
         intervalo_medio_s=p.intervalo_medio_s,
         tipos=tipos,
+        clusters=p.clusters,
     )
     falhas.gravar_plano(plano, p.saida / "plano.jsonl")
     cabecalho = {
@@ -155,6 +156,10 @@ def _rodar(
         registros=injetor.registros,
         figuras=figuras,
         erros=erros,
+        rss={
+            f"{papel}:{pid}": [(round(t - inicio, 1), round(mb, 1)) for t, mb in serie]
+            for (papel, pid), serie in amostras.rss.items()
+        },
     )
     for erro in erros:
         nota(f"erro do harness: {erro}")
@@ -196,27 +201,35 @@ def _excluir_agendamentos(soak: Soak) -> None:
         agendamento.excluido = True
 
 
+RESTANTES = """
+SELECT (SELECT count(*) FROM relatorio_jobs WHERE status IN ('pendente', 'executando')),
+       (SELECT count(*) FROM relatorio_entregas WHERE estado = 'pendente'),
+       (SELECT count(*) FROM relatorio_ocorrencias WHERE NOT conferida),
+       (SELECT count(*) FROM relatorio_ocorrencias o
+          JOIN relatorio_jobs j ON j.id = o.job_id
+         WHERE o.entregue_em IS NULL AND j.status = 'pronto')
+"""
+
+
 def _esperar_o_fim(impl: Implantacao, limite_s: float) -> float | None:
     """Seconds until nothing is left to do (no job pending or running, no
     delivery pending, every occurrence settled and, when its report is
-    pronto, delivered); None if `limite_s` passed first."""
+    pronto, delivered); None if `limite_s` passed first. Says what is left
+    every ten seconds."""
     inicio = time.time()
+    proxima_nota = inicio + 10
     while time.time() - inicio < limite_s:
         with contextlib.suppress(Exception), impl.conectar() as conexao:
-            [(restantes,)] = conexao.execute(
-                """
-                SELECT (SELECT count(*) FROM relatorio_jobs
-                         WHERE status IN ('pendente', 'executando'))
-                     + (SELECT count(*) FROM relatorio_entregas
-                         WHERE estado = 'pendente')
-                     + (SELECT count(*) FROM relatorio_ocorrencias WHERE NOT conferida)
-                     + (SELECT count(*) FROM relatorio_ocorrencias o
-                          JOIN relatorio_jobs j ON j.id = o.job_id
-                         WHERE o.entregue_em IS NULL AND j.status = 'pronto')
-                """
-            ).fetchall()
-            if restantes == 0:
+            restantes = conexao.execute(RESTANTES).fetchone()
+            if restantes is not None and not any(restantes):
                 return time.time() - inicio
+            if restantes is not None and time.time() >= proxima_nota:
+                proxima_nota += 10
+                jobs, entregas, a_conferir, a_entregar = restantes
+                nota(
+                    f"restam {jobs} jobs, {entregas} entregas, {a_conferir}"
+                    f" ocorrências a conferir, {a_entregar} a entregar"
+                )
         time.sleep(1.0)
     return None
 
