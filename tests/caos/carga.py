@@ -12,6 +12,7 @@ download budget, an SSE client).
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import threading
@@ -127,7 +128,8 @@ class Soak:
                 conteudo = falha.read()
             except OSError:
                 conteudo = b""
-        except (OSError, ValueError) as falha:  # URLError, reset, timeout
+        except (OSError, ValueError, http.client.HTTPException) as falha:
+            # URLError, reset, timeout; a body cut short (IncompleteRead)
             erro = f"{type(falha).__name__}: {falha}"[:200]
         self.chamadas.append(
             Chamada(

@@ -29,10 +29,12 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from tests import processos
 from tests.caos.implantacao import HARNESS, Implantacao, pids_da_instancia
 from tests.caos.razao import PREFIXO
 
-# Restarts under way (joined before the drain).
+# Restarts under way, and waits for a fault's effect to end (joined before
+# the drain).
 REINICIOS: list[threading.Thread] = []
 # How long a killed cluster takes to start again, on a loaded host (the
 # planner keeps other cluster faults off it meanwhile).
@@ -42,9 +44,10 @@ ESPERA_POR_PARTE_S = 3.0
 # A web worker younger than this is never killed (granian's crash-loop rule).
 IDADE_MINIMA_WEB_S = 8.0
 # How long after a fault on a web server its 5xx (and requests without an
-# answer) are the fault's: a killed worker's queued connections are reset, a
-# frozen one's answered after SIGCONT, a request whose backend was
-# terminated fails at once.
+# answer) are the fault's: a killed worker's queued connections are reset (its
+# window lasts until its replacement serves, and this long after), a frozen
+# one's answered after SIGCONT, a request whose backend was terminated fails
+# at once.
 JANELA_WEB_S = 3.0
 
 
@@ -68,6 +71,9 @@ class Efeito:
     # The web servers (index) whose errors this fault excuses, until when.
     webs: list[int] = field(default_factory=list)
     desfazer: Callable[[], str] | None = None
+    # For a fault whose effect outlasts it (a killed worker until its
+    # replacement serves): waits for that, returns when (in a thread).
+    ate_quando: Callable[[], float] | None = None
     pulada: str = ""
 
 
@@ -243,14 +249,34 @@ def atrasar_agendadores(impl: Implantacao, f: FalhaPlanejada) -> Efeito:
 
 
 def matar_worker_da_web(impl: Implantacao, f: FalhaPlanejada) -> Efeito:
+    """kill -9 of a web worker; its window lasts until granian's replacement
+    serves (on a loaded host its import takes 10-15 s, and a server whose
+    other worker dies meanwhile listens on nothing: refused connections)."""
     web = impl.webs[f.alvo % len(impl.webs)]
+    antes = set(processos.filhos(web.processo.pid))
     pid = _escolher(
         impl.workers_da_web(web, idade_minima_s=IDADE_MINIMA_WEB_S), f.sorte
     )
     if pid is None:
         return Efeito(pulada=f"web {web.indice}: nenhum worker com mais de 8 s")
     _sinalizar([pid], signal.SIGKILL)
-    return Efeito(pids=[pid], detalhe=f"web {web.indice}", webs=[web.indice])
+
+    def substituto_servindo() -> float:
+        limite = time.time() + 90
+        while time.time() < limite and web.processo.vivo():
+            novos = set(processos.filhos(web.processo.pid)) - antes
+            texto = web.processo.texto_do_log()
+            if any(f"pid={novo} Started worker" in texto for novo in novos):
+                break
+            time.sleep(0.2)
+        return time.time()
+
+    return Efeito(
+        pids=[pid],
+        detalhe=f"web {web.indice}",
+        webs=[web.indice],
+        ate_quando=substituto_servindo,
+    )
 
 
 def congelar_worker_da_web(impl: Implantacao, f: FalhaPlanejada) -> Efeito:
@@ -538,8 +564,20 @@ class Injetor(threading.Thread):
                     self._pendentes,
                     (inicio + falha.duracao_s, falha.n, efeito.desfazer),
                 )
+        elif efeito.ate_quando is not None:
+            fio = threading.Thread(
+                target=self._esperar_efeito, args=(registro, efeito.ate_quando)
+            )
+            fio.start()
+            REINICIOS.append(fio)
         else:
             self._gravar(registro)
+
+    def _esperar_efeito(
+        self, registro: Registro, ate_quando: Callable[[], float]
+    ) -> None:
+        registro.fim = ate_quando()
+        self._gravar(registro)
 
     def _desfazer(self, n: int, desfazer: Callable[[], str]) -> None:
         registro = next(r for r in self.registros if r.n == n)

@@ -151,15 +151,19 @@ class Zumbis:
             self.partes_do_pid[parte.pid].append(parte)
 
     def explica(self, pid: int, em: float, job_id: int | None = None) -> bool:
+        parte = self._parte_aberta(pid, em, job_id)
+        desde = parte.inicio if parte is not None else float("-inf")
         for congelado, solto in self.congelados.get(pid, []):
-            if congelado > em:
+            # A freeze that began before the conflict and overlapped the
+            # holder's chunk (another freeze of the same pid explains nothing).
+            if congelado > em or solto < desde:
                 continue
-            parte = self._parte_aberta(pid, em, job_id)
             if parte is None:
                 return True  # its chunk is over: not running any more
             if parte.fim is None:
                 return pid in self.mortos
-            return parte.fim <= solto + ZUMBI_S
+            if parte.fim <= solto + ZUMBI_S:
+                return True
         return False
 
     def _parte_aberta(self, pid: int, em: float, job_id: int | None) -> Parte | None:
@@ -729,20 +733,21 @@ def mortes(c: Colheita) -> list[Figura]:
 
 
 def rss(c: Colheita) -> list[Figura]:
-    """Growth of each process alive from the start of the load to its end,
-    from the second fifth of the load to its last fifth (medians). Processes
-    born during the run (a respawned worker, a restarted cluster) are left
-    out: their first minutes are their import and warm-up, not a leak."""
+    """RSS growth of each long-lived process: the median of its samples in
+    the last fifth of the load, minus the median in the fifth after its
+    warm-up (the first fifth of the load, or of its own life after a
+    respawn: imports and first requests, not a leak). A process that lived
+    less than two fifths of the load after its warm-up is not measured."""
     m = c.marcos
-    duracao = m.fim_carga - m.inicio
-    base = (m.inicio + 0.2 * duracao, m.inicio + 0.4 * duracao)
-    final = (m.fim_carga - 0.2 * duracao, m.fim_carga)
-    crescimentos, nascidos = [], 0
+    quinto = (m.fim_carga - m.inicio) / 5
+    final = (m.fim_carga - quinto, m.fim_carga)
+    crescimentos, curtos = [], 0
     for (papel, pid), amostras in c.amostras.rss.items():
-        if amostras[0][0] > m.inicio + 5:
-            nascidos += 1
+        desde = max(m.inicio, amostras[0][0]) + quinto
+        if final[0] - desde < quinto or amostras[-1][0] < final[0]:
+            curtos += 1
             continue
-        antes = [mb for t, mb in amostras if base[0] <= t <= base[1]]
+        antes = [mb for t, mb in amostras if desde <= t <= desde + quinto]
         depois = [mb for t, mb in amostras if final[0] <= t <= final[1]]
         if antes and depois:
             crescimentos.append(
@@ -763,9 +768,9 @@ def rss(c: Colheita) -> list[Figura]:
         figura(
             "rss_acima_do_limite",
             acima,
-            f"no process alive through the load ({len(crescimentos)}; {nascidos}"
-            f" born during it left out) grew more than {c.p.rss_limite_mb:g} MB"
-            f" from its second fifth to its last; {maior}",
+            f"no long-lived process ({len(crescimentos)} measured, {curtos} too"
+            f" short-lived) grew more than {c.p.rss_limite_mb:g} MB after its"
+            f" warm-up; {maior}",
         )
     ]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from dataclasses import asdict
 from pathlib import Path
@@ -53,6 +54,65 @@ def fase(c: Colheita, nome: str, de: float, ate: float) -> dict[str, Any]:
         "sem_resposta": sum(1 for ch in chamadas if ch.status is None),
         "status": dict(Counter(str(ch.status) for ch in chamadas)),
     }
+
+
+def disparo(c: Colheita) -> dict[str, Any]:
+    """How late the schedules fired: from the planned instant to when a
+    sample first saw the occurrence fired (an upper bound of its commit)."""
+    linhas = c.linhas(
+        "SELECT id, extract(epoch FROM planejado_para)::float, estado"
+        " FROM relatorio_ocorrencias"
+    )
+    atrasos = [
+        c.amostras.disparadas[i] - planejado
+        for i, planejado, estado in linhas
+        if estado == "disparada" and i in c.amostras.disparadas
+    ]
+    estados = Counter(estado for _, _, estado in linhas)
+    return {
+        "ocorrencias": dict(estados),
+        "atraso_p50_s": round(percentil(atrasos, 0.5), 2),
+        "atraso_p99_s": round(percentil(atrasos, 0.99), 2),
+        "atraso_max_s": round(max(atrasos, default=math.nan), 2),
+    }
+
+
+def imprimir_disparo(d: dict[str, Any]) -> None:
+    estados = ", ".join(f"{n} {e}" for e, n in sorted(d["ocorrencias"].items()))
+    print(
+        f"disparos: {estados}; atraso até ser visto disparado p50"
+        f" {d['atraso_p50_s']} s, p99 {d['atraso_p99_s']} s, máx {d['atraso_max_s']} s"
+    )
+
+
+ESPERA = re.compile(
+    r"\] (\S*) LOG:  process \d+ (?:acquired|still waiting for) .* after ([\d.]+) ms"
+)
+
+
+def esperas(c: Colheita) -> dict[str, dict[str, float]]:
+    """Lock waits over a second on the primary (log_lock_waits), by who
+    waited: a frozen process inside a transaction holds its locks as long as
+    it stays frozen. Only with the private primary (its log is ours)."""
+    if c.impl.pasta_pg is None:
+        return {}
+    por_quem: dict[str, list[float]] = {}
+    log = c.impl.pasta_pg / "primario.log"
+    for linha in log.read_text(errors="replace").splitlines():
+        casada = ESPERA.search(linha)
+        if casada:
+            quem = re.sub(r"-\d+$", "", casada.group(1) or "?")
+            por_quem.setdefault(quem, []).append(float(casada.group(2)) / 1000)
+    return {
+        quem: {"esperas": len(s), "max_s": round(max(s), 1)}
+        for quem, s in sorted(por_quem.items())
+    }
+
+
+def imprimir_esperas(e: dict[str, dict[str, float]]) -> None:
+    if e:
+        partes = [f"{q} {v['esperas']:g} (máx {v['max_s']} s)" for q, v in e.items()]
+        print(f"esperas por trava > 1 s: {', '.join(partes)}")
 
 
 def imprimir_fases(fases: list[dict[str, Any]]) -> None:
@@ -106,12 +166,16 @@ def gravar(
     figuras: list[Figura],
     erros: list[str],
     rss: dict[str, list[tuple[float, float]]],
+    disparos: dict[str, Any],
+    travas: dict[str, dict[str, float]],
 ) -> None:
     arquivo.write_text(
         json.dumps(
             {
                 **cabecalho,
                 "fases": fases,
+                "disparos": disparos,
+                "esperas_por_trava": travas,
                 "falhas": [asdict(r) for r in registros],
                 "falhas_injetadas": sum(1 for r in registros if not r.pulada),
                 "invariantes": [asdict(f) for f in figuras],

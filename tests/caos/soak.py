@@ -142,9 +142,13 @@ def _rodar(
         relatorio.fase(colheita, "caos", inicio_caos, fim_carga),
     ]
     figuras = verificar(colheita)
+    disparos = relatorio.disparo(colheita)
+    travas = relatorio.esperas(colheita)
     erros = injetor.erros + motor.erros
     print()
     relatorio.imprimir_fases(fases)
+    relatorio.imprimir_disparo(disparos)
+    relatorio.imprimir_esperas(travas)
     print()
     relatorio.imprimir_falhas(injetor.registros)
     print()
@@ -156,6 +160,8 @@ def _rodar(
         registros=injetor.registros,
         figuras=figuras,
         erros=erros,
+        disparos=disparos,
+        travas=travas,
         rss={
             f"{papel}:{pid}": [(round(t - inicio, 1), round(mb, 1)) for t, mb in serie]
             for (papel, pid), serie in amostras.rss.items()

@@ -262,13 +262,17 @@ def test_execucao_concorrente_so_e_desculpada_por_um_worker_congelado(
     congelado_tarde = registro(
         "sigstop_worker_cluster", agora + 8.5, agora + 10, pids=[100]
     )
+    # An earlier freeze of the same pid, over before its chunk began.
+    congelado_antes = registro(
+        "sigstop_worker_cluster", agora - 60, agora - 50, pids=[100]
+    )
 
     [sem_falha] = invariantes.execucoes_concorrentes(colheita(tmp_path, url=banco))
     [com_falha] = invariantes.execucoes_concorrentes(
-        colheita(tmp_path, url=banco, registros=[congelado])
+        colheita(tmp_path, url=banco, registros=[congelado_antes, congelado])
     )
     [depois] = invariantes.execucoes_concorrentes(
-        colheita(tmp_path, url=banco, registros=[congelado_tarde])
+        colheita(tmp_path, url=banco, registros=[congelado_antes, congelado_tarde])
     )
 
     assert (sem_falha.valor, com_falha.valor, depois.valor) == (1, 0, 1)
