@@ -10,7 +10,7 @@ export DATABASE_URL
 DJANGO_SECRET_KEY ?= relatorios-make-dev-key-not-for-deployment-5f0c2a9e81d34b7a
 export DJANGO_SECRET_KEY
 
-.PHONY: install run test lint format db demo clean bench
+.PHONY: install run test lint format db demo clean bench caos
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,12 +56,23 @@ bench: install
 	$(BIN)/python -m bench $(if $(B),--only $(B)) $(if $(QUICK),--quick) \
 		$(if $(filter 0,$(PEER)),--no-peer) $(BENCH_ARGS)
 
+# The soak (docs/caos.md): its own deployment (a private PostgreSQL primary and
+# streaming replica, 2 web servers, 3 qclusters, SMTP and webhook receivers),
+# mixed load, a fault injector whose plan comes from SEMENTE (default: the
+# clock's, printed), and invariants checked at the end, each 0 when it held.
+# `make caos DURACAO=60s SEMENTE=16176` is the CI form; CAOS_ARGS passes more
+# flags (python -m tests.caos --help).
+DURACAO ?= 10m
+caos: install
+	$(BIN)/python -m tests.caos --duracao $(DURACAO) $(if $(SEMENTE),--semente $(SEMENTE)) \
+		$(CAOS_ARGS)
+
 format: install
 	$(BIN)/ruff check --fix .
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache bench-output
+	rm -rf $(VENV) staticfiles .pytest_cache .mypy_cache .ruff_cache bench-output caos-output
 
 # The chart library the job page draws with, vendored into the static files
 # (no CDN): `make vendor-chartjs CHARTJS=4.6.1` fetches that release from the

@@ -23,7 +23,13 @@ def entregar_prontas() -> int:
     """Mark each occurrence whose job is `pronto` delivered, once, writing its
     deliveries in the same transaction (SKIP LOCKED: a concurrent checker
     takes others; the mark's guard and the deliveries' ids keep it to one).
-    Returns how many were delivered."""
+    Returns how many were delivered.
+
+    The job's row is held too (FOR SHARE) until the deliveries are written:
+    they are read by a second statement, and a request restarting the job
+    (its result expired) that committed in between left the occurrence
+    marked delivered with nothing written, for good (found by `make caos`;
+    tests/caos/test_achados.py)."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             """
@@ -35,7 +41,7 @@ def entregar_prontas() -> int:
                    AND j.status = 'pronto'
                  ORDER BY o.id
                  LIMIT %(lote)s
-                   FOR UPDATE OF o SKIP LOCKED
+                   FOR UPDATE OF o SKIP LOCKED FOR SHARE OF j SKIP LOCKED
             )
             UPDATE relatorio_ocorrencias o SET entregue_em = now()
               FROM prontas p

@@ -1,0 +1,344 @@
+"""`make caos` in CI: a 60-second soak with a fixed seed; and the harness's own
+promises (the seed replays the plan; the checks catch what they claim to)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from relatorios.models import Ocorrencia, RelatorioJob
+from relatorios.tipos.base import Contexto
+from tests import helpers, processos
+from tests.caos import falhas, invariantes, razao
+from tests.caos.amostras import Amostras
+from tests.caos.carga import (
+    AgendamentoDoSoak,
+    Chamada,
+    EventoDeAgendamento,
+    Soak,
+)
+from tests.caos.falhas import Registro
+from tests.caos.implantacao import Implantacao, TenantDoSoak
+from tests.caos.parametros import Parametros
+
+# A plan (over the 48 s after the calm 12) with every fault
+# kind, two workers frozen past their lease (one for 13 s: a zombie the
+# ledger sees) and no fault aimed at a target another one holds.
+SEMENTE_DE_CI = 16176
+TIPOS = falhas.habilitadas(replica=True)
+
+
+def plano(semente: int, duracao_s: float = 480) -> list[falhas.FalhaPlanejada]:
+    return falhas.planejar(
+        semente=semente, duracao_s=duracao_s, intervalo_medio_s=3.0, tipos=TIPOS
+    )
+
+
+def test_a_mesma_semente_da_o_mesmo_plano_e_outra_semente_outro() -> None:
+    assert plano(7) == plano(7)
+    assert falhas.assinatura(plano(7)) == falhas.assinatura(plano(7))
+    assert plano(7) != plano(8)
+
+
+def test_dez_minutos_planejam_mais_de_cem_falhas_de_todos_os_tipos() -> None:
+    # 10 minutes of load, the first fifth calm: 480 s of faults.
+    dez_minutos = plano(31)
+
+    assert len(dez_minutos) >= 100
+    assert {f.tipo for f in dez_minutos} == set(TIPOS)
+
+
+def test_sem_replica_o_plano_nao_tem_falhas_da_replica() -> None:
+    tipos = falhas.habilitadas(replica=False)
+    sem_replica = falhas.planejar(
+        semente=31, duracao_s=480, intervalo_medio_s=3.0, tipos=tipos
+    )
+
+    assert not {f.tipo for f in sem_replica} & {
+        "replica_reinicio",
+        "replica_congelada",
+        "replica_replay_pausado",
+    }
+
+
+def test_falha_num_cluster_ainda_ocupado_vai_para_o_proximo_livre() -> None:
+    plano_ = plano(SEMENTE_DE_CI, 48)
+    ocupado_ate: dict[str, float] = {}
+    for falha in plano_:
+        tipo = falhas.FALHAS[falha.tipo]
+        if tipo.ocupa != "cluster":
+            continue
+        [chave] = tipo.chaves(falha, 3)
+        assert ocupado_ate.get(chave, -1.0) < falha.em_s, falha
+        extra = falhas.REINICIO_S if falha.tipo == "kill9_cluster" else 0
+        ocupado_ate[chave] = falha.em_s + falha.duracao_s + extra
+
+
+# --- the checks catch what they claim to ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prontos", "disparada", "vista", "devido"),
+    [
+        # Pronto 10 s before the deadline (100), valid 20 s: in time.
+        ([90.0], 80.0, 81.0, False),
+        # The firing found a result that was still valid: in time.
+        ([70.0], 80.0, 81.0, False),
+        # Finished after the deadline: late.
+        ([105.0], 80.0, 81.0, True),
+        # The result the firing found had expired before it: late.
+        ([50.0], 80.0, 81.0, True),
+        # Fired after the deadline (the pass started before it).
+        ([90.0], 99.0, 104.0, None),
+        ([90.0], 103.0, 104.0, True),
+        # Never seen fired by the samples: cannot say it was in time.
+        ([90.0], 80.0, None, None),
+        # Finished within FOLGA_S of the deadline: either is right.
+        ([99.5], 80.0, 81.0, None),
+        # Never pronto.
+        ([], 80.0, 81.0, True),
+    ],
+)
+def test_alerta_devido(
+    prontos: list[float], disparada: float, vista: float | None, devido: bool | None
+) -> None:
+    assert invariantes._alerta_devido(prontos, disparada, vista, 100.0, 20.0) == devido
+
+
+def agendamento(*eventos: EventoDeAgendamento) -> AgendamentoDoSoak:
+    tenant = TenantDoSoak(1, 1, ["t"], ["e"], 1, pesado=False, agendado=True)
+    return AgendamentoDoSoak(1, tenant, 4, 5.0, 100.0, list(eventos))
+
+
+def test_janelas_do_agendamento_seguem_pausas_e_retomadas_que_valeram() -> None:
+    a = agendamento(
+        EventoDeAgendamento("pausar", 110.0, 110.5, True),
+        EventoDeAgendamento("retomar", 115.0, 115.2, False),
+        EventoDeAgendamento("retomar", 120.0, 120.3, True),
+        EventoDeAgendamento("excluir", 130.0, 131.0, True),
+    )
+
+    devidos, ambiguos = invariantes._janelas(a)
+
+    assert devidos == [(100.0, 110.0), (120.3, 130.0)]
+    assert ambiguos == [(110.0, 110.5), (120.0, 120.3), (130.0, 131.0)]
+
+
+def colheita(
+    tmp_path: Path,
+    *,
+    url: str = "",
+    chamadas: list[Chamada] | None = None,
+    registros: list[Registro] | None = None,
+) -> invariantes.Colheita:
+    p = Parametros(duracao_s=60, semente=1, saida=tmp_path)
+    impl = Implantacao(p, url=url)
+    soak = Soak(impl, 1, chamadas=chamadas or [])
+    return invariantes.Colheita(
+        p=p,
+        impl=impl,
+        soak=soak,
+        falhas=registros or [],
+        amostras=Amostras(),
+        marcos=invariantes.Marcos(0.0, 12.0, 60.0, 70.0, 5.0),
+    )
+
+
+def registro(tipo: str, inicio: float, fim: float, **campos: object) -> Registro:
+    return Registro(
+        n=1,
+        tipo=tipo,
+        planejada_s=0.0,
+        inicio=inicio,
+        fim=fim,
+        pids=list(campos.pop("pids", [])),  # type: ignore[call-overload]
+        detalhe="",
+        webs=list(campos.pop("webs", [])),  # type: ignore[call-overload]
+    )
+
+
+def test_5xx_so_e_da_falha_na_mesma_web_e_na_janela(tmp_path: Path) -> None:
+    c = colheita(
+        tmp_path,
+        chamadas=[
+            Chamada("consultar", 1, "GET", "/a", 20.2, 20.4, 500),  # in its window
+            Chamada("consultar", 2, "GET", "/b", 20.2, 20.4, 500),  # other web
+            Chamada("consultar", 1, "GET", "/c", 30.0, 30.1, 502),  # after it
+            Chamada("consultar", 1, "GET", "/d", 30.0, 30.1, None, "reset"),
+            Chamada("consultar", 1, "GET", "/e", 30.0, 30.1, 200),
+        ],
+        registros=[registro("kill9_worker_web", 20.0, 20.0, webs=[1])],
+    )
+
+    erros, sem_resposta = invariantes.respostas_http(c)
+
+    assert (erros.valor, sem_resposta.valor) == (2, 1)
+    assert [e.split(" (")[0] for e in erros.exemplos] == ["GET /b", "GET /c"]
+
+
+@pytest.fixture
+def banco(transactional_db: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """The test database's URL (also the ledger's, here), with its table."""
+    url = processos.ambiente()["DATABASE_URL"]
+    monkeypatch.setenv("DATABASE_URL", url)
+    with psycopg.connect(url, autocommit=True) as conexao:
+        conexao.execute(razao.TABELA)
+    yield url
+    razao.fechar()
+    with psycopg.connect(url, autocommit=True) as conexao:
+        conexao.execute("DROP TABLE caos_razao")
+
+
+def test_job_esquecido_pendente_e_falho_sem_motivo_sao_contados(
+    banco: str, tmp_path: Path
+) -> None:
+    tenant = helpers.criar_tenant()
+    for n, (status, erro) in enumerate(
+        [("pendente", None), ("falhou", None), ("falhou", "x"), ("pronto", None)]
+    ):
+        RelatorioJob.objects.create(
+            chave=f"k{n}",
+            tenant=tenant,
+            tipo="vendas",
+            params={},
+            status=status,
+            erro=erro,
+        )
+
+    nao_finais, sem_motivo = invariantes.jobs_finais(colheita(tmp_path, url=banco))
+
+    assert (nao_finais.valor, sem_motivo.valor) == (1, 1)
+
+
+def test_o_razao_anota_quem_ainda_roda_o_mesmo_job(banco: str) -> None:
+    """A second execution of a job's chunk while another process holds the
+    job's ledger lock: the row names the holder (real advisory locks)."""
+    tenant = helpers.criar_tenant()
+    ctx = Contexto(job_id=424242, tenant_id=tenant.pk, fuso_horario="UTC")
+    with psycopg.connect(
+        banco, autocommit=True, application_name=f"{razao.PREFIXO}:99999"
+    ) as outro:
+        outro.execute(
+            "SELECT pg_advisory_lock(%s, %s)", [razao.ESPACO_DO_JOB, ctx.job_id]
+        )
+        with razao.registrar(ctx, {"inicio": "2026-01-01"}):
+            pass
+        with psycopg.connect(banco) as conexao:
+            [(conflito, fim)] = conexao.execute(
+                "SELECT conflito_job, fim FROM caos_razao WHERE job_id = %s",
+                [ctx.job_id],
+            ).fetchall()
+
+    assert conflito == f"{razao.PREFIXO}:99999"
+    assert fim is not None
+
+
+def test_execucao_concorrente_so_e_desculpada_por_um_worker_congelado(
+    banco: str, tmp_path: Path
+) -> None:
+    agora = time.time()
+    with psycopg.connect(banco, autocommit=True) as conexao:
+        # pid 100 runs a chunk of job 7; pid 200 starts one while 100 holds it.
+        for pid, inicio, fim, conflito in (
+            (100, agora, agora + 12, None),
+            (200, agora + 8, agora + 9, f"{razao.PREFIXO}:100"),
+        ):
+            conexao.execute(
+                "INSERT INTO caos_razao (job_id, tenant_id, parte, pid, inicio, fim,"
+                " conflito_job) VALUES (7, 1, '2026-01-01', %s, to_timestamp(%s),"
+                " to_timestamp(%s), %s)",
+                [pid, inicio, fim, conflito],
+            )
+    congelado = registro("sigstop_worker_cluster", agora + 1, agora + 10, pids=[100])
+    congelado_tarde = registro(
+        "sigstop_worker_cluster", agora + 8.5, agora + 10, pids=[100]
+    )
+    # An earlier freeze of the same pid, over before its chunk began.
+    congelado_antes = registro(
+        "sigstop_worker_cluster", agora - 60, agora - 50, pids=[100]
+    )
+
+    [sem_falha] = invariantes.execucoes_concorrentes(colheita(tmp_path, url=banco))
+    [com_falha] = invariantes.execucoes_concorrentes(
+        colheita(tmp_path, url=banco, registros=[congelado_antes, congelado])
+    )
+    [depois] = invariantes.execucoes_concorrentes(
+        colheita(tmp_path, url=banco, registros=[congelado_antes, congelado_tarde])
+    )
+
+    assert (sem_falha.valor, com_falha.valor, depois.valor) == (1, 0, 1)
+
+
+def test_ocorrencia_faltando_pausada_ou_fora_do_cron_e_contada(
+    banco: str, tmp_path: Path
+) -> None:
+    tenant = helpers.criar_tenant()
+    linha = helpers.criar_agendamento(tenant)
+    base = 1_800_000_000.0  # a multiple of the 4 s step
+    a = agendamento(
+        EventoDeAgendamento("pausar", base + 10, base + 10.5, True),
+        EventoDeAgendamento("retomar", base + 20, base + 20.3, True),
+        EventoDeAgendamento("excluir", base + 30, base + 31, True),
+    )
+    a.id, a.criado = linha.pk, base
+    # Owed: +4, +8, +24, +28. +8 is missing; +16 fired while paused; +25 is
+    # off the cron.
+    for segundos in (4, 16, 24, 25, 28):
+        Ocorrencia.objects.create(
+            agendamento=linha,
+            tenant=tenant,
+            planejado_para=datetime.fromtimestamp(base + segundos, UTC),
+            estado="disparada",
+            prazo_em=datetime.fromtimestamp(base + segundos + 5, UTC),
+        )
+    c = colheita(tmp_path, url=banco)
+    c.marcos = invariantes.Marcos(base, base + 5, base + 31, base + 40, 5.0)
+    c.soak.agendamentos.append(a)
+
+    faltando, indevidas = invariantes.ocorrencias(c)
+
+    assert (faltando.valor, indevidas.valor) == (1, 2)
+    assert faltando.exemplos == [
+        f"agendamento {linha.pk}: {int(base) + 8} sem ocorrência"
+    ]
+
+
+# --- the soak itself ------------------------------------------------------------------
+
+
+@pytest.mark.processos
+def test_sessenta_segundos_de_caos_mantem_todas_as_invariantes() -> None:
+    saida = processos.RAIZ / "test-output" / "caos-ci"
+    shutil.rmtree(saida, ignore_errors=True)
+    args = ["--duracao", "60s", "--semente", str(SEMENTE_DE_CI)]
+
+    execucao = subprocess.run(
+        [sys.executable, "-m", "tests.caos", *args, "--saida", str(saida)],
+        cwd=processos.RAIZ,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+
+    relatorio = json.loads((saida / "relatorio.json").read_text())
+    violadas = {
+        f["nome"]: f["exemplos"]
+        for f in relatorio["invariantes"]
+        if f["valor"] and not f["informativo"]
+    }
+    assert violadas == {}, execucao.stdout[-6000:]
+    assert relatorio["erros_do_harness"] == []
+    assert execucao.returncode == 0, execucao.stdout[-3000:] + execucao.stderr[-3000:]
+    # The seed replays the plan; at most a few faults found no live target.
+    esperado = plano(SEMENTE_DE_CI, 48)
+    assert relatorio["plano_sha256"] == falhas.assinatura(esperado)
+    assert relatorio["falhas_injetadas"] >= len(esperado) - 4
