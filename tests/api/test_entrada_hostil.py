@@ -329,6 +329,16 @@ def operacoes_de_escrita(*, com_corpo: bool) -> list[Any]:
     ]
 
 
+def concreto(caminho: str, tenant: Tenant) -> str:
+    """The path with its ids filled in by rows of the tenant's own, so a write
+    to one schedule or webhook reaches its view instead of a 404."""
+    if "{" not in caminho:
+        return caminho
+    agendamento = helpers.criar_agendamento(tenant)
+    webhook = Webhook.objects.create(tenant=tenant, url=WEBHOOK["url"], segredo="s")
+    return caminho.format(agendamento_id=agendamento.pk, webhook_id=webhook.pk)
+
+
 def corpo_valido(caminho: str) -> dict[str, Any]:
     if caminho.startswith("/relatorios/agendamentos"):
         return AGENDAMENTO
@@ -362,11 +372,13 @@ def contagens() -> tuple[int, int, int]:
 def test_surrogate_sozinho_em_qualquer_corpo_de_escrita_e_400_nomeando_o_campo(
     alvo: tuple[str, int],
     chave: str,
+    tenant: Tenant,
     metodo: str,
     caminho: str,
     campos: dict[str, Any],
     campo: str,
 ) -> None:
+    caminho = concreto(caminho, tenant)
     antes = contagens()
     corpo = json.dumps({**corpo_valido(caminho), **campos}).encode()
     codigo, resposta, texto = enviar(alvo, metodo, caminho, chave=chave, corpo=corpo)
@@ -379,10 +391,10 @@ def test_surrogate_sozinho_em_qualquer_corpo_de_escrita_e_400_nomeando_o_campo(
 
 @pytest.mark.parametrize(("metodo", "caminho"), operacoes_de_escrita(com_corpo=True))
 def test_surrogate_como_o_corpo_inteiro_e_400(
-    alvo: tuple[str, int], chave: str, metodo: str, caminho: str
+    alvo: tuple[str, int], chave: str, tenant: Tenant, metodo: str, caminho: str
 ) -> None:
     codigo, resposta, texto = enviar(
-        alvo, metodo, caminho, chave=chave, corpo=b'"\\ud800"'
+        alvo, metodo, concreto(caminho, tenant), chave=chave, corpo=b'"\\ud800"'
     )
     assert codigo == 400, texto[:300]
     assert erro_json(resposta, texto)["campo"] == "corpo"
@@ -394,11 +406,10 @@ def test_operacao_sem_corpo_ignora_um_corpo_hostil(
 ) -> None:
     # Pausing, resuming and deleting read no body: whatever is sent is not
     # parsed, so it can neither fail nor be stored.
-    agendamento = helpers.criar_agendamento(tenant)
-    webhook = Webhook.objects.create(tenant=tenant, url=WEBHOOK["url"], segredo="s")
-    concreto = caminho.format(agendamento_id=agendamento.pk, webhook_id=webhook.pk)
     corpo = json.dumps({"nome": "\ud800", "x\u0000": ["\udc00"]}).encode()
-    codigo, _, texto = enviar(alvo, metodo, concreto, chave=chave, corpo=corpo)
+    codigo, _, texto = enviar(
+        alvo, metodo, concreto(caminho, tenant), chave=chave, corpo=corpo
+    )
     assert codigo in (200, 204), texto[:300]
 
 
