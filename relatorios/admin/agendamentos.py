@@ -484,7 +484,7 @@ def texto_da_leitura(
         )
     if agendamento.entrega == FormaDeEntrega.ANEXO:
         partes.append("anexo: aberturas não rastreáveis")
-    return format_html_join(format_html("<br>"), "{}", ((p,) for p in partes))
+    return format_html_join("", "<div>{}</div>", ((p,) for p in partes))
 
 
 def acoes_possiveis(agendamento: Agendamento) -> list[str]:

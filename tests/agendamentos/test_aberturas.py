@@ -14,7 +14,7 @@ from django.db.models import F
 from django.test import Client
 
 from relatorios.agendamentos import aberturas, agenda
-from relatorios.models import Abertura, Ocorrencia, Tenant
+from relatorios.models import Abertura, Agendamento, Ocorrencia, Tenant
 from relatorios.notificacoes import links
 from relatorios.operacao import metricas
 from tests import helpers, processos
@@ -250,3 +250,74 @@ def test_a_metrica_conta_os_agendamentos_ativos_sem_leitura_por_http_real(
 def raspar_sem_leitura(url: str) -> float:
     raspagem = raspar(f"{url}/metrics", token=TOKEN_DAS_METRICAS)
     return raspagem[("relatorios_agendamentos_sem_leitura", ())]
+
+
+def test_a_pagina_dos_gerentes_mostra_a_leitura_e_sinaliza_o_que_ninguem_abre(
+    tenant: Tenant, outro_tenant: Tenant
+) -> None:
+    ignorado = agendamento(tenant, nome="Ignorado")
+    lido = agendamento(tenant, nome="Lido")
+    anexado = agendamento(tenant, nome="Anexado", entrega="anexo")
+    novo = agendamento(tenant, nome="Novo")
+    alheio = agendamento(outro_tenant, nome="Alheio")
+    entregar(ignorado, 3)
+    entregar(anexado, 3)
+    entregar(alheio, 3)
+    (do_lido, *_) = entregar(lido, 3)
+    assert baixar(link(do_lido, LEITORES[0])) == 200
+
+    html = gerente(tenant).get("/painel/agendamentos/").content.decode()
+
+    def celula(programado: Agendamento) -> str:
+        linha = html[html.index(f'<tr data-agendamento="{programado.pk}"') :]
+        linha = linha[linha.index('data-campo="aberturas"') :]
+        return " ".join(linha[: linha.index("</td>")].split())
+
+    assert "aberto em 0 das últimas 3 entregas" in celula(ignorado)
+    assert "ninguém abriu as últimas 3" in celula(ignorado)
+    assert "aberto em 1 das últimas 3 entregas" in celula(lido)
+    assert "ninguém abriu" not in celula(lido)
+    assert "anexo: aberturas não rastreáveis" in celula(anexado)
+    assert "ninguém abriu" not in celula(anexado)
+    assert "nenhuma entrega ainda" in celula(novo)
+    assert "das últimas 10 entregas de cada agendamento" in html
+    # The flag names this tenant's ignored schedule alone, with its pause.
+    sinal = html[html.index('id="sem-leitura"') : html.index("</section>")]
+    assert f'data-sem-leitura="{ignorado.pk}"' in sinal
+    assert sinal.count("data-sem-leitura=") == 1
+    assert f"/painel/agendamentos/{ignorado.pk}/pausar/" in sinal
+    assert "Alheio" not in html
+
+
+def test_um_agendamento_pausado_nao_e_sinalizado(tenant: Tenant) -> None:
+    ignorado = agendamento(tenant, nome="Ignorado")
+    entregar(ignorado, 3)
+    assert agenda.pausar(agendamento_id=ignorado.pk)
+
+    html = gerente(tenant).get("/painel/agendamentos/").content.decode()
+
+    assert 'id="sem-leitura"' not in html
+    assert "aberto em 0 das últimas 3 entregas" in html
+
+
+def test_o_admin_mostra_a_leitura_na_lista_e_no_agendamento(tenant: Tenant) -> None:
+    ignorado = agendamento(tenant, nome="Ignorado")
+    anexado = agendamento(tenant, nome="Anexado", entrega="anexo")
+    entregar(ignorado, 3)
+    entregar(anexado, 2)
+    suporte = Client()
+    suporte.force_login(
+        helpers.criar_usuario(None, is_superuser=True, is_staff=True)[0]
+    )
+
+    lista = suporte.get("/admin/relatorios/agendamento/").content.decode()
+    detalhe = suporte.get(
+        f"/admin/relatorios/agendamento/{ignorado.pk}/change/"
+    ).content.decode()
+
+    assert "Aberturas (últimas 10 entregas)" in lista
+    assert "aberto em 0 das últimas 3 entregas" in lista
+    assert "aberto em 0 das últimas 2 entregas" in lista
+    assert "anexo: aberturas não rastreáveis" in lista
+    assert "aberto em 0 das últimas 3 entregas" in detalhe
+    assert "ninguém abriu as últimas 3 (sinalizado ao gerente)" in detalhe
