@@ -134,15 +134,19 @@ SELECT u.agendamento_id,
                row_number() OVER (PARTITION BY g.id
                                   ORDER BY o.entregue_em DESC, o.id DESC)
                    AS ordem,
-               EXISTS (SELECT 1 FROM relatorio_aberturas a
-                        WHERE a.ocorrencia_id = o.id) AS aberta
+               a.aberta IS NOT NULL AS aberta
           FROM unnest(%(ids)s::bigint[]) AS g(id)
           CROSS JOIN LATERAL (
                 SELECT o.id, o.entregue_em, o.entregue_como
                   FROM relatorio_ocorrencias o
                  WHERE o.agendamento_id = g.id AND o.entregue_em IS NOT NULL
                  ORDER BY o.entregue_em DESC, o.id DESC
-                 LIMIT %(ultimas)s) AS o) AS u
+                 LIMIT %(ultimas)s) AS o
+          -- A lateral probe, not EXISTS: the planner turns an EXISTS here
+          -- into a hash of the whole table of opens.
+          LEFT JOIN LATERAL (
+                SELECT true AS aberta FROM relatorio_aberturas a
+                 WHERE a.ocorrencia_id = o.id LIMIT 1) AS a ON true) AS u
  GROUP BY u.agendamento_id
 """
 

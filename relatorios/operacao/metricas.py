@@ -274,14 +274,16 @@ SELECT (SELECT count(*) FROM relatorio_alertas WHERE fechado_em IS NULL),
        (SELECT count(*) FROM relatorio_agendamentos a
          WHERE a.ativo AND a.excluido_em IS NULL
            AND (SELECT count(*) FILTER (WHERE u.entregue_como = 'link'
-                                          AND NOT EXISTS (
-                                              SELECT 1 FROM relatorio_aberturas b
-                                               WHERE b.ocorrencia_id = u.id))
+                                          AND b.aberta IS NULL)
                   FROM (SELECT o.id, o.entregue_como
                           FROM relatorio_ocorrencias o
                          WHERE o.agendamento_id = a.id AND o.entregue_em IS NOT NULL
                          ORDER BY o.entregue_em DESC, o.id DESC
-                         LIMIT %(sem_leitura)s) AS u) = %(sem_leitura)s)
+                         LIMIT %(sem_leitura)s) AS u
+                  LEFT JOIN LATERAL (
+                        SELECT true AS aberta FROM relatorio_aberturas b
+                         WHERE b.ocorrencia_id = u.id LIMIT 1) AS b ON true)
+               = %(sem_leitura)s)
 """
 
 # Active schedules whose last SEM_LEITURA deliveries were all links nobody
