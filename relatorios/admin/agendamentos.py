@@ -35,13 +35,14 @@ from relatorios.admin.comum import (
     local,
     selecionados,
 )
-from relatorios.agendamentos import agenda, disparo
+from relatorios.agendamentos import aberturas, agenda, disparo
 from relatorios.agendamentos.entrada import AgendamentoForm
 from relatorios.jobs.suporte import Acao
 from relatorios.models import (
     Agendamento,
     Alerta,
     EstadoOcorrencia,
+    FormaDeEntrega,
     LimiteDoTenant,
     Ocorrencia,
     Tenant,
@@ -160,6 +161,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
         "situacao",
         "proximo_disparo_local",
         "ultima_ocorrencia",
+        "leitura",
     )
     list_display_links = ("id", "nome")
     list_filter = ("ativo", FiltroTipo, "tenant")
@@ -177,6 +179,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
         ("cron", "prazo_curto", "recuperacao"),
         "lojas",
         ("destinatarios", "entrega"),
+        "leitura",
         ("proximos_disparos", "criado_por"),
         ("criado_em", "pausado_em", "excluido_em"),
     )
@@ -197,7 +200,23 @@ class AgendamentoAdmin(admin.ModelAdmin):
             .annotate(ultimo_estado=Subquery(ultima.values("estado")[:1]))
         )
 
+    def get_changelist_instance(self, request: HttpRequest) -> Any:
+        # The page's schedules' reading in one statement, not one per row.
+        lista = super().get_changelist_instance(request)
+        leituras = aberturas.leituras([a.pk for a in lista.result_list])
+        for agendamento in lista.result_list:
+            agendamento.leitura_das_entregas = leituras.get(agendamento.pk)
+        return lista
+
     # --- columns -----------------------------------------------------------------
+
+    @admin.display(description=f"aberturas (últimas {aberturas.ULTIMAS} entregas)")
+    def leitura(self, agendamento: Agendamento) -> str:
+        if hasattr(agendamento, "leitura_das_entregas"):
+            leitura = agendamento.leitura_das_entregas
+        else:  # the change view: one schedule
+            leitura = aberturas.leituras([agendamento.pk]).get(agendamento.pk)
+        return texto_da_leitura(leitura, agendamento)
 
     @admin.display(description="quando (fuso do tenant)")
     def quando(self, agendamento: Agendamento) -> str:
@@ -448,6 +467,24 @@ class AgendamentoAdmin(admin.ModelAdmin):
     def excluir(self, request: HttpRequest, queryset: QuerySet) -> None:
         if (lista := selecionados(self, request, queryset)) is not None:
             self._acao_de_servico(request, lista, "excluir")
+
+
+def texto_da_leitura(
+    leitura: aberturas.Leitura | None, agendamento: Agendamento
+) -> str:
+    """ "aberto em N das últimas M entregas", with what support should know."""
+    partes = [
+        "nenhuma entrega ainda"
+        if leitura is None
+        else f"aberto em {leitura.abertas} das últimas {leitura.entregas} entregas"
+    ]
+    if leitura is not None and leitura.sem_leitura and agendamento.ativo:
+        partes.append(
+            f"ninguém abriu as últimas {aberturas.SEM_LEITURA} (sinalizado ao gerente)"
+        )
+    if agendamento.entrega == FormaDeEntrega.ANEXO:
+        partes.append("anexo: aberturas não rastreáveis")
+    return format_html_join("", "<div>{}</div>", ((p,) for p in partes))
 
 
 def acoes_possiveis(agendamento: Agendamento) -> list[str]:

@@ -29,7 +29,11 @@ def entregar_prontas() -> int:
     they are read by a second statement, and a request restarting the job
     (its result expired) that committed in between left the occurrence
     marked delivered with nothing written, for good (found by `make caos`;
-    tests/caos/test_achados.py)."""
+    tests/caos/test_achados.py).
+
+    The mark records how it is delivered (`entregue_como`, the schedule's
+    `entrega` now), which the deliveries then follow: whether its opens can
+    be seen (`aberturas`) is a fact of that delivery, not of the schedule."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             """
@@ -43,9 +47,11 @@ def entregar_prontas() -> int:
                  LIMIT %(lote)s
                    FOR UPDATE OF o SKIP LOCKED FOR SHARE OF j SKIP LOCKED
             )
-            UPDATE relatorio_ocorrencias o SET entregue_em = now()
-              FROM prontas p
+            UPDATE relatorio_ocorrencias o
+               SET entregue_em = now(), entregue_como = g.entrega
+              FROM prontas p, relatorio_agendamentos g
              WHERE o.id = p.id AND o.entregue_em IS NULL
+               AND g.id = o.agendamento_id
             RETURNING o.id
             """,
             {"lote": LOTE},

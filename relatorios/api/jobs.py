@@ -15,6 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from relatorios.agendamentos import aberturas
 from relatorios.api import esquema
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.limites import ContaNaConsulta, contagem_do_pedido
@@ -155,6 +156,11 @@ class _ArquivoDoResultado(APIView):
             raise ResultadoIndisponivel(
                 f"o relatório não está pronto (status: {job.status})"
             )
+        # A scheduled report's file downloaded: its delivery was opened
+        # (never on the status endpoint, which clients poll).
+        aberturas.registrar_job(
+            tenant_id=job.tenant_id, job_id=job.pk, usuario=request.user
+        )
         return job
 
 

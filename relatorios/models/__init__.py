@@ -1,4 +1,5 @@
 from relatorios.models.agendamentos import (
+    Abertura,
     Agendamento,
     Alerta,
     EstadoOcorrencia,
@@ -29,6 +30,7 @@ from relatorios.models.notificacoes import (
 from relatorios.models.tenants import LimiteDoTenant, Tenant, Usuario, reservar_vaga
 
 __all__ = [
+    "Abertura",
     "Agendamento",
     "Alerta",
     "Arquivo",

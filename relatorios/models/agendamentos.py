@@ -164,6 +164,12 @@ class Ocorrencia(models.Model):
     # When its report, `pronto`, was sent to the schedule's recipients (the
     # deliveries written; `alertas.entregar_prontas`), once; NULL until then.
     entregue_em = models.DateTimeField(null=True, blank=True)
+    # How it was delivered (the schedule's `entrega` at that moment, set with
+    # `entregue_em`): an attachment's opens cannot be seen, a link's can
+    # (`agendamentos.aberturas`); the schedule's mode may change since.
+    entregue_como = models.TextField(  # noqa: DJ001 (NULL until delivered)
+        choices=FormaDeEntrega.choices, null=True, blank=True
+    )
 
     class Meta:
         db_table = "relatorio_ocorrencias"
@@ -208,6 +214,44 @@ class Ocorrencia(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agendamento_id} @ {self.planejado_para:%Y-%m-%d %H:%M}"
+
+
+class Abertura(models.Model):
+    """Someone opened a delivered report: the first and the last time, per
+    occurrence and destination, and nothing more (`agendamentos.aberturas`).
+
+    `destino` is the one the signed link names (`notificacoes.links`: a digest
+    of the recipient's address, or the webhook), or the user who opened the
+    job page or downloaded its file (the digest of their email; their id if
+    they have none), so a recipient who does both is one row.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    # Indexed by the unique constraint's first column.
+    ocorrencia = models.ForeignKey(
+        Ocorrencia, on_delete=models.CASCADE, related_name="aberturas", db_index=False
+    )
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.PROTECT, related_name="+", db_index=False
+    )
+    destino = models.TextField()
+    primeira_em = models.DateTimeField(db_default=Agora())
+    ultima_em = models.DateTimeField(db_default=Agora())
+
+    class Meta:
+        db_table = "relatorio_aberturas"
+        verbose_name = "abertura"
+        verbose_name_plural = "aberturas"
+        constraints = [
+            # One row per (occurrence, destination): the upsert's target, and
+            # the index the "was it opened" lookups read (its first column).
+            models.UniqueConstraint(
+                fields=["ocorrencia", "destino"], name="relatorio_aberturas_unica"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"ocorrência {self.ocorrencia_id} aberta por {self.destino}"
 
 
 class Alerta(models.Model):

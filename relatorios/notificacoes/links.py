@@ -53,9 +53,12 @@ class LinkExpirado(Exception):
 
 @dataclass(frozen=True)
 class Download:
-    """What a valid link opens: one finished job."""
+    """What a valid link opens: one finished job, and the delivery it was sent
+    in (None for links sent before deliveries named theirs)."""
 
     job: RelatorioJob
+    ocorrencia_id: int | None = None
+    destino: str | None = None
 
 
 def validade() -> timedelta:
@@ -136,8 +139,11 @@ def abrir(token: str) -> Download:
         or job.concluido_em.isoformat() != dados["c"]
     ):
         raise LinkExpirado(_GONE)
-    if _revogado(job, dados.get("o"), dados.get("d")):
+    ocorrencia_id, destino = dados.get("o"), dados.get("d")
+    if _revogado(job, ocorrencia_id, destino):
         raise LinkExpirado(_GONE)
+    if isinstance(ocorrencia_id, int) and isinstance(destino, str):
+        return Download(job=job, ocorrencia_id=ocorrencia_id, destino=destino)
     return Download(job=job)
 
 

@@ -235,7 +235,8 @@ def enfileirar_entrega_agendada(*, ocorrencia_id: int) -> int:
         cursor.execute(
             """
             SELECT o.tenant_id, o.planejado_para, o.params, g.id, g.nome, g.tipo,
-                   g.destinatarios, g.entrega, g.webhooks, j.id,
+                   g.destinatarios, coalesce(o.entregue_como, g.entrega),
+                   g.webhooks, j.id,
                    coalesce(j.concluido_em, j.criado_em),
                    j.resultado -> 'totais', t.fuso_horario
               FROM relatorio_ocorrencias o

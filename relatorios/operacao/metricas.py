@@ -270,8 +270,28 @@ SELECT (SELECT count(*) FROM relatorio_alertas WHERE fechado_em IS NULL),
                  WHERE o.agendamento_id = a.id) AS u
          WHERE a.ativo AND a.excluido_em IS NULL),
        (SELECT count(*) FROM relatorio_agendamentos
-         WHERE ativo AND excluido_em IS NULL)
+         WHERE ativo AND excluido_em IS NULL),
+       (SELECT count(*) FROM relatorio_agendamentos a
+         WHERE a.ativo AND a.excluido_em IS NULL
+           AND (SELECT count(*) FILTER (WHERE u.entregue_como = 'link'
+                                          AND b.aberta IS NULL)
+                  FROM (SELECT o.id, o.entregue_como
+                          FROM relatorio_ocorrencias o
+                         WHERE o.agendamento_id = a.id AND o.entregue_em IS NOT NULL
+                         ORDER BY o.entregue_em DESC, o.id DESC
+                         LIMIT %(sem_leitura)s) AS u
+                  LEFT JOIN LATERAL (
+                        SELECT true AS aberta FROM relatorio_aberturas b
+                         WHERE b.ocorrencia_id = u.id LIMIT 1) AS b ON true)
+               = %(sem_leitura)s)
 """
+
+# Active schedules whose last SEM_LEITURA deliveries were all links nobody
+# opened: the rule of agendamentos.aberturas (which this layer may not
+# import), per active schedule its last few delivered occurrences
+# (relatorio_ocorr_entregues) each looked up in relatorio_aberturas_unica,
+# so a scrape reads a few index entries per active schedule.
+SEM_LEITURA = 3
 
 # Pending deliveries (relatorio_entregas_pendentes) and how long the oldest waits.
 _SQL_ENTREGAS = """
@@ -320,8 +340,10 @@ class EstadoDoBanco(Collector):
             pendentes, sem_vaga, mais_antigo, executando, travados, no_limite = (
                 cursor.fetchone()
             )
-            cursor.execute(_SQL_AGENDAMENTOS)
-            abertos, atrasadas, ultimo_sucesso, agendamentos_ativos = cursor.fetchone()
+            cursor.execute(_SQL_AGENDAMENTOS, {"sem_leitura": SEM_LEITURA})
+            (abertos, atrasadas, ultimo_sucesso, agendamentos_ativos, sem_leitura) = (
+                cursor.fetchone()
+            )
             cursor.execute(_SQL_ENTREGAS)
             entregas_pendentes, entrega_mais_antiga = cursor.fetchone()
         # Imported here: clusters imports services, which counts through here.
@@ -375,6 +397,12 @@ class EstadoDoBanco(Collector):
             "relatorios_agendamentos_ativos",
             "Active schedules.",
             agendamentos_ativos,
+        )
+        yield _gauge(
+            "relatorios_agendamentos_sem_leitura",
+            "Active schedules whose last 3 deliveries, all sent as links, nobody "
+            "opened (flagged to their managers; attachments never count).",
+            sem_leitura,
         )
         yield _gauge(
             "relatorios_agendamento_ultimo_sucesso_timestamp",

@@ -20,7 +20,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from relatorios.agendamentos import agenda
+from relatorios.agendamentos import aberturas, agenda
 from relatorios.agendamentos.entrada import AgendamentoForm
 from relatorios.jobs import consultas
 from relatorios.models import Agendamento, Alerta, LimiteDoTenant, Ocorrencia
@@ -124,6 +124,8 @@ class LinhaDeAgendamento:
     prazo: str
     proximos: list[datetime]
     ocorrencias: list[Ocorrencia]
+    # Its last deliveries' opens; None if it was never delivered.
+    leitura: aberturas.Leitura | None
 
 
 def _pagina(
@@ -135,7 +137,9 @@ def _pagina(
         .select_related("tenant")
         .order_by("-ativo", "nome", "id")
     )
-    ocorrencias = _ultimas_ocorrencias([a.pk for a in lista_de_agendamentos])
+    ids = [a.pk for a in lista_de_agendamentos]
+    ocorrencias = _ultimas_ocorrencias(ids)
+    leituras = aberturas.leituras(ids)
     linhas = [
         LinhaDeAgendamento(
             agendamento=a,
@@ -143,6 +147,7 @@ def _pagina(
             prazo=prazo_em_texto(a.prazo),
             proximos=agenda.proximos_disparos(a, 3),
             ocorrencias=ocorrencias.get(a.pk, []),
+            leitura=leituras.get(a.pk),
         )
         for a in lista_de_agendamentos
     ]
@@ -160,6 +165,15 @@ def _pagina(
                     :ALERTAS_ABERTOS
                 ]
             ),
+            "sem_leitura": [
+                linha
+                for linha in linhas
+                if linha.agendamento.ativo
+                and linha.leitura
+                and linha.leitura.sem_leitura
+            ],
+            "ultimas_entregas": aberturas.ULTIMAS,
+            "seguidas_sem_leitura": aberturas.SEM_LEITURA,
             "alertas_fechados": list(
                 alertas.filter(fechado_em__isnull=False).order_by("-fechado_em")[
                     :ALERTAS_FECHADOS

@@ -12,7 +12,8 @@ each link and each client address opens at most a few downloads a minute
 is stored (`notificacoes.arquivos`), built once by whichever comes first. A
 click that finds it being built gets a page that reloads itself (503 with
 Retry-After). A result too large for a workbook is served as its CSV,
-streamed from the stored result.
+streamed from the stored result. A file served records that its delivery
+was opened (`agendamentos.aberturas`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from relatorios.agendamentos import aberturas
 from relatorios.apresentacao import planilha
 from relatorios.notificacoes import arquivos, links
 from relatorios.operacao import acesso
@@ -69,6 +71,14 @@ def baixar(request: HttpRequest, token: str) -> HttpResponseBase:
             nome=guardado.nome,
             tamanho=guardado.tamanho,
             tipo_de_conteudo=guardado.tipo_de_conteudo,
+        )
+    if download.ocorrencia_id is not None and download.destino is not None:
+        # The recipient opened what was delivered to them (docs/agendamentos.md,
+        # "Who opens it"); a link that names no delivery has no one to credit.
+        aberturas.registrar_link(
+            tenant_id=download.job.tenant_id,
+            ocorrencia_id=download.ocorrencia_id,
+            destino=download.destino,
         )
     # A link in an email is no page to index.
     resposta["X-Robots-Tag"] = "noindex"

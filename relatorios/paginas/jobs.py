@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from relatorios import tipos
+from relatorios.agendamentos import aberturas
 from relatorios.apresentacao import celulas, grafico
 from relatorios.jobs import consultas, pedidos
 from relatorios.models import RelatorioJob, Status
@@ -189,6 +190,11 @@ class ItemRecente:
 @gerente
 def pagina_do_job(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _job(request, job_id)
+    if job.status == Status.PRONTO:
+        # A scheduled report read on its page (not the polled fragment below).
+        aberturas.registrar_job(
+            tenant_id=job.tenant_id, job_id=job.pk, usuario=request.user
+        )
     return render(request, "relatorios/job.html", _contexto_do_job(job))
 
 
