@@ -516,7 +516,7 @@ RELATORIOS_EVENTOS_MAX_POR_PROCESSO = env_int(
 
 # Finished jobs are deleted (with their attempts, partial rows and django-q2
 # task records) this many days after their result expired; failed ones this
-# many days after they failed (relatorios/retencao.py).
+# many days after they failed (relatorios/jobs/retencao.py).
 RELATORIOS_RETER_DIAS = env_int("RELATORIOS_RETER_DIAS", 30)
 # How often each cluster runs that retention (bounded batches, SKIP LOCKED).
 RELATORIOS_EXPURGO_S = env_float("RELATORIOS_EXPURGO_S", 300.0)
@@ -534,7 +534,7 @@ RELATORIOS_VERIFICADOR_MAX_S = env_float("RELATORIOS_VERIFICADOR_MAX_S", 60.0)
 # The version a cluster records (relatorio_clusters.versao); empty: pyproject's.
 RELATORIOS_VERSAO = env_str("RELATORIOS_VERSAO", "")
 
-# --- Metrics (relatorios/metricas.py) -------------------------------------------
+# --- Metrics (relatorios/operacao/metricas.py) ----------------------------------
 
 # Who may read /metrics (and a cluster's metrics port) without a token:
 # comma-separated networks, e.g. 10.0.0.0/8. Anyone else gets 403.
@@ -553,7 +553,7 @@ RELATORIOS_METRICAS_ENDERECO = env_str("RELATORIOS_METRICAS_ENDERECO", "127.0.0.
 # counts are always on (relatorios/banco/base.py).
 RELATORIOS_METRICAS_SQL = env_bool("RELATORIOS_METRICAS_SQL", False)
 
-# --- Notifications (relatorios/notificacoes.py) ---------------------------------
+# --- Notifications (relatorios/notificacoes/) -----------------------------------
 
 # Absolute base of links in notifications (status URL, job page), e.g.
 # https://relatorios.example.com; empty: paths only.

@@ -30,7 +30,8 @@ register_converter(IdDeJob, "job")
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    # For an external monitor: no auth, outside /relatorios/ (relatorios/saude.py).
+    # For an external monitor: no auth, outside /relatorios/
+    # (relatorios/operacao/saude.py).
     path("healthz", saude.healthz, name="healthz"),
     path("readyz", saude.readyz, name="readyz"),
     # The API's OpenAPI 3 document and its pages (assets from the sidecar's

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from django.contrib.messages import get_messages
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
@@ -106,6 +107,11 @@ def criar_agendamento(tenant: Tenant, **campos: Any) -> Agendamento:
         "usuario_id": None,
     }
     return agenda.criar(tenant_id=tenant.pk, **(padrao | campos))
+
+
+def mensagens(resposta: Any) -> list[str]:
+    """The messages (django.contrib.messages) a test client's response left."""
+    return [str(m) for m in get_messages(resposta.wsgi_request)]
 
 
 def job(job_id: int) -> RelatorioJob:

@@ -3,7 +3,7 @@
 As with jobs, no row here is written by a ModelForm: a schedule is created by
 `agenda.criar` (the same validation as the API and the pages, its error
 shown at its field), and pausing, resuming, "executar agora" and the soft
-delete are the services' guarded updates. A schedule's fields never change
+delete are `agenda`'s and `disparo`'s guarded updates. A schedule's fields never change
 after creation (changing the cron is delete and create), occurrences and
 alerts are read-only, and every action is written to the admin log.
 

@@ -24,8 +24,8 @@ LIMITE_EM_MASSA = 500
 
 
 class SomenteLeitura:
-    """Nobody adds, edits or deletes these rows by hand: only the services'
-    actions change them (each ModelAdmin lists its own)."""
+    """Nobody adds, edits or deletes these rows by hand: only the domain's
+    functions, through the actions, change them (each ModelAdmin lists its own)."""
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

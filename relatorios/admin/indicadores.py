@@ -38,7 +38,7 @@ class Indicadores:
     por_tipo: dict[str, dict[str, int]] = field(default_factory=dict)
     alertas_abertos: int = 0
     agendamentos_ativos: int = 0
-    # The retention policy (relatorios/retencao.py), stated on the landing page.
+    # The retention policy (relatorios/jobs/retencao.py), stated on the landing page.
     reter_dias: int = 0
 
     @property

@@ -1,7 +1,7 @@
 """Support staff's view of tenants, users and jobs.
 
 Jobs are read-only here: every change of state is one of the actions below,
-and each action calls `services` (the API's own rules: dedup, the tenant's
+and each action calls `jobs.suporte` (the API's own rules: dedup, the tenant's
 limits, the fence on a running worker's writes), never `save()`. Each is
 written to Django's admin log with the job and the reason.
 

@@ -1,7 +1,7 @@
 """Support staff's view of a schedule's occurrences and its absence alerts.
 
 Both are read-only: an occurrence can be run again, an alert closed with a
-note; each action calls the services and is written to the admin log.
+note; each action calls `agendamentos.alertas` and is written to the admin log.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ one query, so another tenant's schedule is a 404, never a 403.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import QuerySet
@@ -22,7 +21,7 @@ from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.api.serializers import SerializerDeSaida
 from relatorios.jobs.consultas import ID_MAXIMO
 from relatorios.models import Agendamento, Alerta, Ocorrencia
-from relatorios.tipos.normalizacao import ErroDeParametro
+from relatorios.tipos.normalizacao import ErroDeParametro, objeto_com
 
 CAMPOS_DE_CRIACAO = (
     "nome",
@@ -117,20 +116,6 @@ def _detalhe(agendamento: Agendamento) -> dict[str, Any]:
     return corpo
 
 
-def _corpo(request: Request, campos: tuple[str, ...]) -> Mapping[str, Any]:
-    """The request's JSON object, holding only these fields (400 names the
-    first other one)."""
-    corpo = request.data
-    if not isinstance(corpo, Mapping):
-        raise ErroDeParametro("corpo", "deve ser um objeto JSON")
-    desconhecidos = sorted(str(c) for c in corpo if c not in campos)
-    if desconhecidos:
-        raise ErroDeParametro(
-            desconhecidos[0], f"campo desconhecido: {', '.join(desconhecidos)}"
-        )
-    return corpo
-
-
 def local(agendamento_id: int) -> str:
     return f"/relatorios/agendamentos/{agendamento_id}"
 
@@ -146,7 +131,7 @@ class Agendamentos(APIView):
 
     @esquema.criar_agendamento
     def post(self, request: Request) -> Response:
-        corpo = _corpo(request, CAMPOS_DE_CRIACAO)
+        corpo = objeto_com(request.data, CAMPOS_DE_CRIACAO)
         for obrigatorio in ("tipo", "periodo", "cron", "prazo_minutos"):
             if corpo.get(obrigatorio) is None:
                 raise ErroDeParametro(obrigatorio, "campo obrigatório")
@@ -192,7 +177,7 @@ class DetalheDoAgendamento(APIView):
     @esquema.alterar_entrega_do_agendamento
     def patch(self, request: Request, agendamento_id: int) -> Response:
         agendamento = _agendamento(request, agendamento_id)
-        corpo = _corpo(request, CAMPOS_DA_ENTREGA)
+        corpo = objeto_com(request.data, CAMPOS_DA_ENTREGA)
         for campo in CAMPOS_DA_ENTREGA:
             if campo in corpo and corpo[campo] is None:
                 raise ErroDeParametro(campo, "não pode ser nulo")

@@ -55,7 +55,7 @@ class CorpoGrandeDemais(exceptions.APIException):
 class CorpoInvalido(exceptions.ParseError):
     """400 naming the field (`campo`), shaped by the API's exception handler.
 
-    A ParseError, not the services' ErroDeParametro: DRF re-raises a parser's
+    A ParseError, not the domain's ErroDeParametro: DRF re-raises a parser's
     exception from inside `request.data`, and only its own kinds get there
     intact (ErroDeParametro is a frozen dataclass, which DRF cannot annotate).
     """

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from django.http import Http404
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -15,7 +12,7 @@ from relatorios.api import esquema
 from relatorios.api.permissoes import tenant_do_pedido
 from relatorios.models import Webhook
 from relatorios.notificacoes import webhooks
-from relatorios.tipos.normalizacao import ErroDeParametro
+from relatorios.tipos.normalizacao import objeto_com
 
 CAMPOS_DE_ENTRADA = ("canal", "url", "eventos")
 
@@ -57,7 +54,7 @@ class Webhooks(APIView):
 
     @esquema.criar_webhook
     def post(self, request: Request) -> Response:
-        dados = _objeto(request.data)
+        dados = objeto_com(request.data, CAMPOS_DE_ENTRADA)
         webhook = webhooks.registrar_webhook(
             tenant_id=tenant_do_pedido(request),
             canal=dados.get("canal", "webhook"),
@@ -89,14 +86,3 @@ class WebhookDoTenant(APIView):
         if not webhooks.remover_webhook(tenant_id=tenant_id, webhook_id=webhook.pk):
             raise Http404  # removed by a concurrent request
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-def _objeto(dados: Any) -> Mapping[str, Any]:
-    if not isinstance(dados, Mapping):
-        raise ErroDeParametro("corpo", "deve ser um objeto JSON")
-    desconhecidos = sorted(str(c) for c in dados if c not in CAMPOS_DE_ENTRADA)
-    if desconhecidos:
-        raise ErroDeParametro(
-            desconhecidos[0], f"campo desconhecido: {', '.join(desconhecidos)}"
-        )
-    return dados

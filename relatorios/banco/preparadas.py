@@ -3,7 +3,7 @@
 The worker's connections use Django's client-side binding (settings.py says
 why: a report's chunk query and gerar_dados's bulk insert are slower as
 prepared statements). A statement whose text never changes and which plans
-the same for every row it touches is the opposite case: `services.concluir`,
+the same for every row it touches is the opposite case: `ciclo.concluir`,
 one statement per job, spent about 0.5 ms of PostgreSQL's CPU parsing and
 planning its CTEs every time, as much as executing them (docs/benchmarks.md,
 B3). `cursor()` gives a Django cursor whose statements psycopg prepares on

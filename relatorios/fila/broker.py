@@ -2,7 +2,7 @@
 
 django-q2's ORM broker takes any ready row (no ORDER BY): once deleted rows'
 space is reused, a message written later can be taken first, and one tenant's
-new message could jump ahead of another's. The tenant fairness of `services`
+new message could jump ahead of another's. The tenant fairness of `jobs.vagas`
 (at most a few messages per tenant in the queue) relies on FIFO, so the order
 is explicit here: by the time a message became ready (`lock`), then by id.
 

@@ -63,7 +63,7 @@ def pacote(tarefa: str, objeto_id: int, *, nome: str, timeout: int) -> str:
     dict as `async_task(tarefa, objeto_id, task_name=nome,
     q_options={"timeout": timeout})`, signed by `SignedPackage` with the same
     key and salt, `pre_enqueue` sent. The dict's layout is django-q2's
-    message format: tests/jobs/test_services_submeter.py compares it, key by
+    message format: tests/jobs/test_pedidos.py compares it, key by
     key and in order, with what `async_task` writes, so an upgrade that
     changes it fails there, and a real cluster runs it.
     """

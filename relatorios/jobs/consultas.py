@@ -41,7 +41,7 @@ class Contagem(Protocol):
 # (Retry-After of the API's 202 and status, the pages' first poll).
 RETRY_AFTER_S = "2"
 
-# The columns of a JobEstado, in its order (services' RETURNING uses it too).
+# The columns of a JobEstado, in its order (pedidos' RETURNING uses it too).
 COLUNAS_ESTADO = (
     "id, status, progresso, criado_em, erro, resultado, concluido_em, expira_em,"
     " tentativas, proxima_tentativa_em"

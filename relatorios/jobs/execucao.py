@@ -1,6 +1,6 @@
 """Running one job inside a django-q2 worker: claim, heartbeat, chunks, outcome.
 
-State changes go through `services`; this module decides which one:
+State changes go through `jobs.ciclo`; this module decides which one:
 
 - success: `concluir`;
 - a transient failure (the database connection dropped, a deadlock or
@@ -202,7 +202,7 @@ def executar(*, job_id: int) -> None:
         return
     inicio = time.monotonic()
     # Every line about this job, from every thread's records, carries the id
-    # of the request behind it (relatorios/logs.py).
+    # of the request behind it (relatorios/operacao/logs.py).
     contexto = logs.definir_request_id(job.request_id)
     campos = {
         "job_id": job_id,

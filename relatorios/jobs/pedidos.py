@@ -61,7 +61,7 @@ def submeter(
 ) -> Submissao:
     """Accept a report request (see `_submeter`), counting its outcome.
 
-    `request_id` (default: the current request's, relatorios/logs.py) is
+    `request_id` (default: the current request's, relatorios/operacao/logs.py) is
     stored with a job this request creates or restarts. `contagem`: the API
     limit's count, carried by the read by chave (relatorios/api/limites.py);
     over the limit, its 429 is raised before anything is written.

@@ -1,5 +1,5 @@
 # Written by hand (RunPython only): support sees the clusters' list
-# (relatorios/admin_clusters.py).
+# (relatorios/admin/clusters.py).
 
 from django.db import migrations
 

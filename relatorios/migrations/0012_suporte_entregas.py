@@ -1,5 +1,5 @@
 # Written by hand (RunPython only): support sees the webhooks and the
-# notification outbox and resends a delivery (relatorios/admin_entregas.py).
+# notification outbox and resends a delivery (relatorios/admin/entregas.py).
 
 from django.db import migrations
 

@@ -1,6 +1,6 @@
 # A new submit's writes in one round trip (issue 11): the store check, the
 # tenant lock, the occupancy count, seed 000's upsert and the queue message,
-# in one server-side function that `services.submeter` calls with one
+# in one server-side function that `jobs.pedidos.submeter` calls with one
 # statement. It used to be six round trips (BEGIN, lock, count, upsert, the
 # message through django-q2's ORM, COMMIT) after the read by chave.
 #
@@ -13,7 +13,7 @@
 #
 # The function's source is relatorios/banco/sql/relatorios_submeter.sql;
 # this migration installs the version whose sha256 it pins
-# (relatorios/banco/funcoes.py). `services._RECOMECO` is the same list of
+# (relatorios/banco/funcoes.py). `jobs.suporte.RECOMECO` is the same list of
 # columns for the support's rerun.
 
 from django.db import migrations

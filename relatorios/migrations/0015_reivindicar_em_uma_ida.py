@@ -1,7 +1,7 @@
 # A worker's claim in one round trip (issue 11, B3): the tenant's lock, the
 # guarded claim with the attempt's ledger row, and, when the tenant has no
 # free slot, the loss of the job's message, in one server-side function that
-# `services.reivindicar` calls with one statement. It was four round trips
+# `jobs.ciclo.reivindicar` calls with one statement. It was four round trips
 # (BEGIN, lock, claim, COMMIT). A function and not one statement for the
 # reason migration 0014 gives: the count of running jobs must be taken in a
 # snapshot after the lock, or two claims of one tenant could both see a slot.

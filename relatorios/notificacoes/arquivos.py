@@ -139,7 +139,7 @@ def contar_linhas(job: RelatorioJob) -> int:
 def tamanho_estimado(job: RelatorioJob) -> int:
     """The workbook's size before building it: the stored result's size on
     disk (jsonb, compressed as a zip compresses the sheet), scaled by
-    ESTIMATIVA_POR_BYTE (measured in tests/notificacoes/test_arquivos.py)."""
+    ESTIMATIVA_POR_BYTE (an assumed bound: no test measures it)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_column_size(resultado) FROM relatorio_jobs WHERE id = %s",

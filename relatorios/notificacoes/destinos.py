@@ -113,14 +113,14 @@ class _ConexaoFixadaTls(http.client.HTTPSConnection):
     """HTTPS to one checked address; SNI and the certificate check use the name."""
 
     def __init__(self, host: str, porta: int, endereco: str, timeout: float) -> None:
-        super().__init__(host, porta, timeout=timeout, context=_contexto_tls())
+        # Kept here too: HTTPSConnection keeps it only under a private name.
+        self.contexto = _contexto_tls()
+        super().__init__(host, porta, timeout=timeout, context=self.contexto)
         self.endereco = endereco
 
     def connect(self) -> None:
         bruto = socket.create_connection((self.endereco, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(  # type: ignore[attr-defined]
-            bruto, server_hostname=self.host
-        )
+        self.sock = self.contexto.wrap_socket(bruto, server_hostname=self.host)
 
 
 def _contexto_tls() -> ssl.SSLContext:

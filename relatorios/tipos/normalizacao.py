@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -37,6 +37,20 @@ class ErroDeParametro(Exception):
         return f"{self.campo}: {self.mensagem}"
 
 
+def objeto_com(corpo: Any, campos: Collection[str]) -> Mapping[str, Any]:
+    """`corpo` if it is a JSON object holding only these fields, else
+    ErroDeParametro naming the first other one (or `corpo`). The API's every
+    body goes through here: a misspelt field is refused, never ignored."""
+    if not isinstance(corpo, Mapping):
+        raise ErroDeParametro("corpo", "deve ser um objeto JSON")
+    desconhecidos = sorted(str(c) for c in corpo if c not in campos)
+    if desconhecidos:
+        raise ErroDeParametro(
+            desconhecidos[0], f"campo desconhecido: {', '.join(desconhecidos)}"
+        )
+    return corpo
+
+
 def normalizar(
     brutos: Any, *, periodo_max_anos: int, usa_agrupar: bool = True
 ) -> dict[str, Any]:
@@ -48,13 +62,7 @@ def normalizar(
     A type whose result does not depend on `agrupar` still validates it but
     leaves it out, so that requests differing only there share one job.
     """
-    if not isinstance(brutos, Mapping):
-        raise ErroDeParametro("corpo", "deve ser um objeto JSON")
-    desconhecidos = sorted(str(c) for c in brutos if c not in CAMPOS)
-    if desconhecidos:
-        raise ErroDeParametro(
-            desconhecidos[0], f"campo desconhecido: {', '.join(desconhecidos)}"
-        )
+    brutos = objeto_com(brutos, CAMPOS)
 
     inicio = _data(brutos, "inicio")
     fim = _data(brutos, "fim")

@@ -46,10 +46,6 @@ def ids_na_lista(cliente: Client, consulta: str = "") -> set[int]:
     return {job.pk for job in resposta.context["cl"].result_list}
 
 
-def mensagens(resposta: Any) -> list[str]:
-    return [str(m) for m in resposta.wsgi_request._messages]
-
-
 def agir(cliente: Client, acao: str, ids: list[int], **extra: Any) -> Any:
     return cliente.post(
         LISTA, {"action": acao, "_selected_action": ids, "index": 0, **extra}
@@ -161,7 +157,7 @@ def test_definir_os_dominios_remove_os_destinatarios_de_fora(
     assert resposta.status_code == 302
     assert any(
         f"agendamento {dentro_e_fora.pk}: socio@gmail.com" in m
-        for m in mensagens(resposta)
+        for m in helpers.mensagens(resposta)
     )
     for agendamento in (dentro_e_fora, so_dentro, alheio):
         agendamento.refresh_from_db()
@@ -608,7 +604,7 @@ def test_reexecutar_em_massa_conta_e_agrupa_os_motivos(
     )
     resposta = agir(cliente, "reexecutar", [falhou, pendente, pronto])
     assert resposta.status_code == 302
-    assert mensagens(resposta) == [
+    assert helpers.mensagens(resposta) == [
         "1 job reexecutado.",
         "2 jobs sem mudança: só falhou, travado ou expirado pode ser reexecutado (2).",
     ]
@@ -660,7 +656,7 @@ def test_marcar_como_falhou_pede_o_motivo_e_o_registra(
         },
     )
     assert resposta.status_code == 302
-    assert mensagens(resposta) == [
+    assert helpers.mensagens(resposta) == [
         "1 job marcado como falhou.",
         "1 job sem mudança: "
         "só pendente ou executando pode ser marcado como falhou (1).",
@@ -681,7 +677,7 @@ def test_expirar_resultado_em_massa(cliente: Client, tenant: Tenant) -> None:
         tenant, status=Status.PRONTO, expira_em=timezone.now() + timedelta(hours=1)
     )
     resposta = agir(cliente, "expirar_resultado", [valido])
-    assert mensagens(resposta) == ["1 job teve o resultado expirado."]
+    assert helpers.mensagens(resposta) == ["1 job teve o resultado expirado."]
     assert helpers.job(valido).expira_em < timezone.now()
 
 
@@ -691,7 +687,7 @@ def test_acao_em_massa_tem_limite(
     monkeypatch.setattr("relatorios.admin.comum.LIMITE_EM_MASSA", 2)
     ids = [novo_job(tenant, status=Status.FALHOU) for _ in range(3)]
     resposta = agir(cliente, "reexecutar", ids[:1], select_across="1")
-    assert "no máximo 2 jobs" in mensagens(resposta)[0]
+    assert "no máximo 2 jobs" in helpers.mensagens(resposta)[0]
     assert {helpers.job(i).status for i in ids} == {Status.FALHOU}
     assert not LogEntry.objects.exists()
 
@@ -715,7 +711,7 @@ def test_acoes_de_um_job_na_sua_pagina(cliente: Client, tenant: Tenant) -> None:
     sem_motivo = cliente.post(
         f"{LISTA}{job_id}/acoes/marcar_como_falhou/", {"motivo": ""}
     )
-    assert "Informe o motivo." in mensagens(sem_motivo)
+    assert "Informe o motivo." in helpers.mensagens(sem_motivo)
     cliente.post(f"{LISTA}{job_id}/acoes/marcar_como_falhou/", {"motivo": "teste"})
     assert helpers.job(job_id).erro == "teste"
     assert LogEntry.objects.filter(object_id=str(job_id)).count() == 2

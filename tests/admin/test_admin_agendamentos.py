@@ -75,10 +75,6 @@ def alerta_aberto(tenant: Tenant, **campos: Any) -> Alerta:
     return Alerta.objects.get(ocorrencia__agendamento=agendamento)
 
 
-def mensagens(resposta: Any) -> list[str]:
-    return [str(m) for m in resposta.wsgi_request._messages]
-
-
 def ids(resposta: Any) -> set[int]:
     assert resposta.status_code == 200
     return {objeto.pk for objeto in resposta.context["cl"].result_list}
@@ -325,8 +321,9 @@ def test_pausar_e_retomar_pelo_admin_chamam_o_servico_e_registram(
     assert agendamento.proximo_disparo is None
 
     segunda = cliente.post(f"{acoes}/pausar/")
-    assert "pausar sem mudança: já estava pausado ou excluído (1)." in mensagens(
-        segunda
+    assert (
+        "pausar sem mudança: já estava pausado ou excluído (1)."
+        in helpers.mensagens(segunda)
     )
     cliente.post(f"{acoes}/retomar/")
     agendamento.refresh_from_db()
@@ -359,7 +356,7 @@ def test_executar_agora_cria_a_ocorrencia_e_diz_qual_job(
     assert ocorrencia.motivo == "executar agora"
     job = RelatorioJob.objects.get(pk=ocorrencia.job_id)
     assert job.status == Status.PENDENTE
-    texto = mensagens(resposta)[0]
+    texto = helpers.mensagens(resposta)[0]
     assert f"job {job.pk}" in texto
     assert f"/admin/relatorios/relatoriojob/{job.pk}/change/" in texto
     entrada = LogEntry.objects.get(object_id=str(agendamento.pk))
@@ -376,14 +373,14 @@ def test_excluir_em_massa_e_soft_e_o_historico_fica(
         AGENDAMENTOS,
         {"action": "excluir", "_selected_action": [agendamento.pk], "index": 0},
     )
-    assert mensagens(resposta) == ["Agendamentos excluídos: 1."]
+    assert helpers.mensagens(resposta) == ["Agendamentos excluídos: 1."]
     agendamento.refresh_from_db()
     assert agendamento.excluido_em is not None
     html = cliente.get(f"{AGENDAMENTOS}{agendamento.pk}/change/").content.decode()
     assert 'value="Executar agora"' not in html
     resposta = cliente.post(f"{AGENDAMENTOS}{agendamento.pk}/acoes/executar_agora/")
     assert not Ocorrencia.objects.exists()
-    assert "nada foi executado" in mensagens(resposta)[0]
+    assert "nada foi executado" in helpers.mensagens(resposta)[0]
 
 
 def test_equipe_sem_permissao_de_mudar_nao_pausa(
@@ -433,7 +430,7 @@ def test_ocorrencias_so_leitura_com_filtros_e_reexecutar(
             "index": 0,
         },
     )
-    assert mensagens(resposta) == ["Ocorrências reexecutadas: 1."]
+    assert helpers.mensagens(resposta) == ["Ocorrências reexecutadas: 1."]
     ocorrencia.refresh_from_db()
     assert ocorrencia.job_id is not None
     assert LogEntry.objects.get(object_id=str(ocorrencia.pk)).get_change_message() == (
@@ -483,7 +480,7 @@ def test_fechar_com_nota_pede_a_nota_e_guarda_quem_fechou(
 
     resposta = cliente.post(ALERTAS, dados | {"nota": "rodado à mão no ERP"})
     assert resposta.status_code == 302
-    assert mensagens(resposta) == ["Alertas fechados: 1."]
+    assert helpers.mensagens(resposta) == ["Alertas fechados: 1."]
     alerta.refresh_from_db()
     assert not alerta.aberto
     assert alerta.nota == "rodado à mão no ERP"
@@ -541,7 +538,7 @@ def test_reexecutar_pelo_alerta_liga_um_job_a_ocorrencia(
             "index": 0,
         },
     )
-    assert mensagens(resposta) == ["Ocorrências reexecutadas: 1."]
+    assert helpers.mensagens(resposta) == ["Ocorrências reexecutadas: 1."]
     assert Ocorrencia.objects.get().job_id is not None
 
 

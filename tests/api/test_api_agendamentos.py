@@ -73,6 +73,7 @@ def test_cria_e_lista_agendamentos_do_tenant(cliente: Client) -> None:
         ({"nome": "Fechamento\nmensal"}, "nome"),
         ({"destinatarios": ["a" * 246 + "@rede.com"]}, "destinatarios"),
         ({"destinatarios": [f"p{n}@rede.com" for n in range(21)]}, "destinatarios"),
+        ({"fuso": "UTC", "ativo": False}, "ativo"),
     ],
 )
 def test_agendamento_invalido_e_400_que_nomeia_o_campo(
@@ -227,6 +228,7 @@ def test_patch_muda_quem_recebe_e_como_e_so_isso(cliente: Client) -> None:
         ({"destinatarios": None}, "destinatarios"),
         ({"entrega": "pombo"}, "entrega"),
         ({"webhooks": [987654]}, "webhooks"),
+        ({"destinatarios": ["a@rede.com"], "cron": "0 4 * * *"}, "cron"),
         (["destinatarios"], "corpo"),
     ],
 )

@@ -312,7 +312,7 @@ def test_job_que_falhou_cumpre_o_contrato(api: Api) -> None:
     )
     job = {"job_id": aceito.json()["id"]}
     # As the worker's fenced write would leave it (tests may set a state the
-    # services reach only through a real failure).
+    # workers reach only through a real failure).
     RelatorioJob.objects.filter(pk=job["job_id"]).update(
         status=Status.FALHOU, erro="ValueError: falha de teste"
     )

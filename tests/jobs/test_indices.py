@@ -1,6 +1,6 @@
 """Every statement the job machinery runs on relatorio_jobs has an index to use.
 
-The statements are captured while the real services run, then EXPLAINed with
+The statements are captured while the real `jobs` functions run, then EXPLAINed with
 sequential scans disabled: a plan that still scans the table means no index
 serves that query, and with millions of finished jobs it would crawl.
 """

@@ -1,6 +1,6 @@
 -- relatorios_reivindicar: a worker's claim of one job, in one round trip.
 --
--- `services.reivindicar` calls it with one statement for the job its queue
+-- `jobs.ciclo.reivindicar` calls it with one statement for the job its queue
 -- message names. It takes the job's tenant's lock, claims the job if it is
 -- pending, due and the tenant has a free running slot, and opens the
 -- attempt's row in relatorio_tentativas. `desfecho` says what happened:
@@ -36,7 +36,7 @@ CREATE OR REPLACE FUNCTION relatorios_reivindicar(
 ) LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     -- 1. Lock the job's tenant, only if the job is pending at all.
-    --    (`COLLATE "C"`: services.reivindicar says why.)
+    --    (`COLLATE "C"`: jobs.ciclo.reivindicar says why.)
     PERFORM 1 FROM tenants t JOIN relatorio_jobs j ON j.tenant_id = t.id
       WHERE j.id = p_id AND j.status = 'pendente' COLLATE "C"
         FOR NO KEY UPDATE OF t;

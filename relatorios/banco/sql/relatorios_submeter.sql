@@ -1,6 +1,6 @@
 -- relatorios_submeter: a new submit's writes, in one round trip.
 --
--- `services.submeter` calls it with one statement when its read by chave
+-- `jobs.pedidos.submeter` calls it with one statement when its read by chave
 -- found no live job (absent, failed or expired). In the caller's
 -- transaction it checks the store codes, takes the tenant's lock, counts the
 -- tenant's occupancy, runs seed 000's upsert and, when the tenant has a free
@@ -15,7 +15,7 @@
 -- lock sees what concurrent submits committed meanwhile (migration 0014).
 --
 -- The restart's SET list in step 5 is the support's rerun's too
--- (`services._RECOMECO`): change both together.
+-- (`jobs.suporte.RECOMECO`): change both together.
 --
 -- This file is the source; a migration installs it by its sha256 (see
 -- README.md here before editing). It runs as is: psql -f relatorios_submeter.sql
@@ -59,7 +59,7 @@ BEGIN
     PERFORM 1 FROM tenants WHERE id = p_tenant FOR NO KEY UPDATE;
 
     -- 3. Occupancy, in a new snapshot taken after the lock. One subquery per
-    --    status, each matching one partial index (services._ocupacao).
+    --    status, each matching one partial index (jobs.vagas.ocupacao).
     SELECT p.pendentes, p.enfileirados + e.executando
       INTO v_pendentes, v_em_voo
       FROM (SELECT count(*) AS pendentes, count(enfileirado_em) AS enfileirados
@@ -91,7 +91,7 @@ BEGIN
            (id, chave, tenant_id, tipo, params, status, solicitado_por_id,
             enfileirado_em, request_id)
     -- The id column is GENERATED ALWAYS (the seed's schema); p_id came from
-    -- its own sequence (services._ler_por_chave).
+    -- its own sequence (jobs.pedidos._ler_por_chave).
     OVERRIDING SYSTEM VALUE
     VALUES (p_id, p_chave, p_tenant, p_tipo, p_params, 'pendente', p_usuario,
             CASE WHEN enfileirado THEN now() END, p_request_id)

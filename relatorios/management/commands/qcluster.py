@@ -1,63 +1,45 @@
-"""django-q2's `qcluster`, plus what every cluster of this project must also do.
+"""django-q2's `qcluster`, with this project's supervisor in its main process.
 
 It replaces django_q's command of the same name (this app is listed first),
-so no deployment can run a cluster without them:
+so no deployment can run a cluster without the supervisor
+(`relatorios/fila/supervisor.py`: the graceful stop, liveness, the replica's
+look, the routines' loop). What is left here is the project's wiring: which
+routines run, and the cluster's metrics server.
 
-- the sweep (`varredura.varrer`) every RELATORIOS_VARREDURA_S, from the
-  cluster's main process. django-q2's scheduler only looks about every 30 s
-  and per minute, too coarse; a loop in the cluster is restarted with it, and
-  any number of copies is safe because every step is a guarded UPDATE.
-- a graceful stop: on SIGTERM/SIGINT the workers take no new job (SIGUSR2),
-  running jobs get RELATORIOS_DESLIGAMENTO_S to finish, then are handed back
-  to pendente at once (SIGUSR1) instead of waiting for the orphan timeout.
-- the schedules' firing (`disparo.disparar`) and the absence checker
-  (`alertas.verificar`) every RELATORIOS_AGENDADOR_S, and the notification
-  outbox's sweep (`saida.varrer`); the retention of old jobs
-  (`retencao.expurgar`) every RELATORIOS_EXPURGO_S;
+- the sweep (`varredura.varrer`) every RELATORIOS_VARREDURA_S. django-q2's
+  scheduler only looks about every 30 s and per minute, too coarse; a loop in
+  the cluster is restarted with it, and any number of copies is safe because
+  every step is a guarded UPDATE. Dead clusters first: their prefetched
+  messages become visible before the sweep looks for lost ones.
+- the schedules' firing (`disparo.disparar`) and, after it, the absence
+  checker (`alertas.verificar`: a due occurrence is fired, not recorded as
+  unfired) every RELATORIOS_AGENDADOR_S; the notification outbox's sweep
+  (`saida.varrer`); the retention of old jobs and events every
+  RELATORIOS_EXPURGO_S;
 - metrics: with RELATORIOS_METRICAS_PORTA, the cluster serves its own
-  (every process's counters plus the database gauges, relatorios/operacao/exposicao.py)
-  from a thread, for hosts without a web server; exited workers' live gauges
-  are dropped periodically (django-q2 has no hook for a worker's exit);
-- liveness (`relatorios.clusters`): the cluster registers a row before it
-  forks, beats in it from a thread every RELATORIOS_CLUSTER_BATIMENTO_S,
-  declares dead the clusters that stopped beating (handing back the queue
-  messages they held) and marks its row encerrado after a graceful stop;
-- with a read replica, another thread looks at it as often and writes what
-  it saw in the same row, for /metrics (`relatorios.banco.replica`).
+  (every process's counters plus the database gauges,
+  relatorios/operacao/exposicao.py) from a thread, for hosts without a web
+  server; exited workers' live gauges are dropped periodically (django-q2 has
+  no hook for a worker's exit).
 
-The periodic work is a list of `Rotina`s (`Supervisor.rotinas`): adding one is
-one line there; each runs on its own interval and a failure of one is logged
-without delaying the others.
+Adding a routine is one line in `rotinas`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import logging
 import os
-import signal
-import socket
-import threading
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from django import db
 from django.conf import settings
 from django_q.management.commands.qcluster import Command as QclusterDoDjangoQ
 
 from relatorios.agendamentos import alertas, disparo
-from relatorios.banco import replica
 from relatorios.eventos import leitura
-from relatorios.fila import broker, clusters
+from relatorios.fila import clusters, supervisor
+from relatorios.fila.supervisor import Rotina, Servidor, Supervisor
 from relatorios.jobs import retencao, varredura
 from relatorios.notificacoes import saida
 from relatorios.operacao import exposicao
-
-logger = logging.getLogger(__name__)
 
 
 class Command(QclusterDoDjangoQ):
@@ -67,291 +49,40 @@ class Command(QclusterDoDjangoQ):
         if options.get("run_once"):
             super().handle(*args, **options)
             return
-        from django_q.cluster import Cluster
-
         settings.SECRET_KEY  # noqa: B018 (signing needs it: fail before forking)
         if options.get("cluster_name"):
             os.environ["Q_CLUSTER_NAME"] = options["cluster_name"]
-        # Inherited through fork by the sentinel, pusher and monitor, which must
-        # ignore them; the workers install their own handlers (execucao).
-        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
-        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-        # Registered before forking: the pusher names the messages it takes
-        # with this id from its very first dequeue (relatorios/fila/broker.py).
-        cluster_id = clusters.registrar(**identidade())
-        broker.definir_cluster(cluster_id=cluster_id)
-        db.connections.close_all()
-        cluster = Cluster()
-        # Replaces the handlers Cluster() just installed: django-q2's calls
-        # Event.set() from the handler, which hangs forever when the sentinel
-        # was killed by the same signal (a SIGTERM to the whole group).
-        supervisor = Supervisor(cluster, cluster_id=cluster_id)
-        try:
-            cluster.start()
-        except RuntimeError:
-            supervisor.encerrar()
-            if supervisor.parando_desde is None:
-                raise
-            return  # stopped while starting: the sentinel is gone already
-        # Only now: a thread's open connection must not be inherited by a fork.
-        supervisor.batimento.start()
-        if supervisor.observador is not None:
-            supervisor.observador.start()
-        supervisor.servir_metricas()
-        supervisor.rodar()
+        supervisor.rodar(rotinas=rotinas, servir_metricas=servir_metricas)
 
 
-def identidade() -> dict[str, Any]:
-    """host, pid and version, as a cluster registers them."""
-    return {
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-        "versao": clusters.versao_do_projeto(),
-    }
+def rotinas(s: Supervisor) -> list[Rotina]:
+    """The project's periodic work, one line each, in the order each turn
+    runs them."""
+    intervalo = settings.RELATORIOS_VARREDURA_S
+    agendador = settings.RELATORIOS_AGENDADOR_S
 
-
-@dataclass
-class Rotina:
-    """A piece of periodic work of the supervisor."""
-
-    nome: str
-    intervalo_s: float
-    executar: Callable[[], object]
-    proxima: float = 0.0  # time.monotonic() of the next run; 0: at once
-
-
-class Supervisor:
-    """The main process's loop: periodic routines while running, stop
-    gracefully on a signal. `cluster_id` (this cluster's relatorio_clusters
-    row) can change: a cluster declared dead by a peer registers again."""
-
-    def __init__(self, cluster: Any, *, cluster_id: int) -> None:
-        self.cluster = cluster
-        self.cluster_id = cluster_id
-        self.parando_desde: float | None = None
-        self.parada_pedida = False
-        self.devolvidos = False
-        self.batimento = BatimentoDoCluster(self)
-        self.observador = ObservadorDaReplica(self) if replica.configurada() else None
-        self.servidor_de_metricas: Any = None
-        self.rotinas = self._rotinas()
-        signal.signal(signal.SIGTERM, self._ao_sinal)
-        signal.signal(signal.SIGINT, self._ao_sinal)
-
-    def _rotinas(self) -> list[Rotina]:
-        # One line per routine. Dead clusters first: their prefetched messages
-        # become visible before the sweep looks for lost ones.
-        # The firing before the checker: a due occurrence is fired, not
-        # recorded as unfired.
-        intervalo = settings.RELATORIOS_VARREDURA_S
-        agendador = settings.RELATORIOS_AGENDADOR_S
-        return [
-            Rotina("clusters mortos", intervalo, clusters.declarar_mortos),
-            Rotina("varredura", intervalo, varredura.varrer),
-            Rotina("agendador", agendador, disparo.disparar),
-            Rotina("verificador", agendador, self._verificar),
-            Rotina("entregas", intervalo, saida.varrer),
-            Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
-            Rotina("eventos", settings.RELATORIOS_EXPURGO_S, leitura.expurgar),
-            Rotina("métricas", intervalo, exposicao.esquecer_processos_mortos),
-        ]
-
-    def servir_metricas(self) -> None:
-        porta = settings.RELATORIOS_METRICAS_PORTA
-        if porta > 0:
-            self.servidor_de_metricas = exposicao.servir_no_cluster(
-                porta=porta, endereco=settings.RELATORIOS_METRICAS_ENDERECO
-            )
-
-    def _verificar(self) -> None:
+    def verificar() -> None:
         alertas.verificar()
         # Stamped after a pass that completed: /readyz reads a checker that
         # keeps failing as a silent one.
-        clusters.marcar_verificador(cluster_id=self.cluster_id)
+        clusters.marcar_verificador(cluster_id=s.cluster_id)
 
-    def rodar(self) -> None:
-        logger.info(
-            "supervisor pronto",
-            extra={
-                "varredura_s": settings.RELATORIOS_VARREDURA_S,
-                "cluster_id": self.cluster_id,
-            },
-        )
-        try:
-            self._laco()
-        finally:
-            self.encerrar()
-
-    def encerrar(self) -> None:
-        """Stop beating and mark the row encerrado (every child has exited)."""
-        self.batimento.encerrar()
-        if self.observador is not None:
-            self.observador.encerrar()
-        if self.servidor_de_metricas is not None:
-            self.servidor_de_metricas.shutdown()
-        try:
-            db.close_old_connections()
-            clusters.encerrar(cluster_id=self.cluster_id)
-        except Exception:
-            # Not fatal: the peers declare this cluster dead after the orphan
-            # timeout and hand back what it held.
-            logger.exception("encerramento do cluster falhou")
-        db.connections.close_all()
-
-    def _laco(self) -> None:
-        while self.cluster.sentinel.is_alive():
-            agora = time.monotonic()
-            if self.parando_desde is not None and not self.parada_pedida:
-                # multiprocessing's Event.set() waits for the sleepers to wake
-                # up; a sentinel killed by the same signal never does. From a
-                # daemon thread, a stuck set() cannot keep this process alive.
-                threading.Thread(
-                    target=self.cluster.stop_event.set, daemon=True
-                ).start()
-                self.parada_pedida = True
-            if self.parando_desde is None:
-                self._executar_rotinas(agora)
-            if (
-                self.parando_desde is not None
-                and not self.devolvidos
-                and agora - self.parando_desde >= settings.RELATORIOS_DESLIGAMENTO_S
-            ):
-                logger.info("prazo de desligamento esgotado: devolvendo jobs")
-                sinalizar_descendentes(signal.SIGUSR1)
-                self.devolvidos = True
-            time.sleep(0.2)
-        self.cluster.sentinel.join()
-
-    def _executar_rotinas(self, agora: float) -> None:
-        for rotina in self.rotinas:
-            if agora < rotina.proxima:
-                continue
-            # From the start of this run: a slow routine does not drift, and
-            # one that overran runs again at the next turn of the loop.
-            rotina.proxima = agora + rotina.intervalo_s
-            try:
-                db.close_old_connections()
-                rotina.executar()
-            except Exception:
-                # A routine that fails (database away) is simply tried again
-                # next time; the others run meanwhile.
-                logger.exception("rotina falhou", extra={"rotina": rotina.nome})
-                db.connections.close_all()
-
-    def _ao_sinal(self, signum: int, frame: FrameType | None) -> None:
-        if self.parando_desde is not None:
-            return
-        self.parando_desde = time.monotonic()
-        logger.info("cluster parando", extra={"sinal": signum})
-        sinalizar_descendentes(signal.SIGUSR2)
+    return [
+        Rotina("clusters mortos", intervalo, clusters.declarar_mortos),
+        Rotina("varredura", intervalo, varredura.varrer),
+        Rotina("agendador", agendador, disparo.disparar),
+        Rotina("verificador", agendador, verificar),
+        Rotina("entregas", intervalo, saida.varrer),
+        Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
+        Rotina("eventos", settings.RELATORIOS_EXPURGO_S, leitura.expurgar),
+        Rotina("métricas", intervalo, exposicao.esquecer_processos_mortos),
+    ]
 
 
-class EmThread(threading.Thread):
-    """Periodic work of the main process that neither waits behind the
-    routines nor makes them wait: at once, then every
-    RELATORIOS_CLUSTER_BATIMENTO_S, on the thread's own connections. A step
-    that fails is logged and tried again at the next tick."""
-
-    nome = ""
-    falha = ""  # the log line of a failed step
-    # Whether stopping waits for a step under way to end.
-    aguardar_ao_encerrar = True
-
-    def __init__(self, supervisor: Supervisor) -> None:
-        super().__init__(name=self.nome, daemon=True)
-        self.supervisor = supervisor
-        self._parar = threading.Event()
-
-    def run(self) -> None:
-        try:
-            intervalo = 0.0
-            while not self._parar.wait(intervalo):
-                intervalo = settings.RELATORIOS_CLUSTER_BATIMENTO_S
-                try:
-                    self.passo()
-                except Exception:
-                    logger.warning(self.falha, exc_info=True)
-                    db.connections.close_all()
-        finally:
-            db.connections.close_all()
-
-    def passo(self) -> None:
-        raise NotImplementedError
-
-    def encerrar(self) -> None:
-        self._parar.set()
-        if self.aguardar_ao_encerrar and self.is_alive():
-            self.join(timeout=10)
-
-
-class BatimentoDoCluster(EmThread):
-    """Beats in relatorio_clusters on its own connection.
-
-    A thread, not a routine: a routine that runs long (a slow sweep, a webhook
-    delivery) must not look like a dead cluster. At once first: the row's beat
-    dates from before the fork, and starting the cluster's processes can take
-    seconds. A failed beat is retried on the next; if the database stays away,
-    the peers decide. If the row was declared dead meanwhile (this process was
-    frozen or cut off for longer than the orphan timeout), its messages were
-    handed back: the cluster registers again and its pusher names new takes
-    with the new id.
-    """
-
-    nome = "batimento-do-cluster"
-    falha = "batimento do cluster falhou"
-    # A beat after the row is marked encerrado would register the cluster again.
-    aguardar_ao_encerrar = True
-
-    def passo(self) -> None:
-        anterior = self.supervisor.cluster_id
-        if clusters.bater(cluster_id=anterior):
-            return
-        novo = clusters.registrar(**identidade())
-        broker.definir_cluster(cluster_id=novo)
-        self.supervisor.cluster_id = novo
-        logger.warning(
-            "cluster declarado morto por outro: registrado de novo",
-            extra={"cluster_id": novo, "cluster_anterior": anterior},
-        )
-
-
-class ObservadorDaReplica(EmThread):
-    """Looks at the read replica (`replica.estado`, under the probe's deadline)
-    and writes what it saw in this cluster's row, which /metrics reports: a
-    scrape never waits on the replica. Its own thread: a silent replica costs
-    each look the deadline, which neither the beat nor the routines wait for.
-    """
-
-    nome = "observador-da-replica"
-    falha = "observação da réplica falhou"
-    # A look under way may wait for the deadline; a late write is harmless.
-    aguardar_ao_encerrar = False
-
-    def passo(self) -> None:
-        estado = replica.estado()
-        if estado is not None:
-            clusters.anotar_replica(
-                cluster_id=self.supervisor.cluster_id, estado=estado
-            )
-
-
-def sinalizar_descendentes(sinal: int) -> None:
-    """Signal every process this one forked (sentinel, pusher, monitor, workers)."""
-    for pid in _descendentes(os.getpid()):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, sinal)
-
-
-def _descendentes(pid: int) -> list[int]:
-    encontrados: list[int] = []
-    pendentes = [pid]
-    while pendentes:
-        atual = pendentes.pop()
-        for tarefa in Path(f"/proc/{atual}/task").glob("*"):
-            try:
-                filhos = [int(p) for p in (tarefa / "children").read_text().split()]
-            except (FileNotFoundError, ProcessLookupError):
-                continue
-            encontrados.extend(filhos)
-            pendentes.extend(filhos)
-    return encontrados
+def servir_metricas() -> Servidor | None:
+    porta = settings.RELATORIOS_METRICAS_PORTA
+    if porta <= 0:
+        return None
+    return exposicao.servir_no_cluster(
+        porta=porta, endereco=settings.RELATORIOS_METRICAS_ENDERECO
+    )
