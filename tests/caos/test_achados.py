@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -11,8 +13,8 @@ from django.utils import timezone
 
 from relatorios.agendamentos import alertas
 from relatorios.jobs import pedidos
-from relatorios.models import Entrega, RelatorioJob, Status
-from relatorios.notificacoes import saida
+from relatorios.models import Entrega, EstadoEntrega, RelatorioJob, Status
+from relatorios.notificacoes import saida, vagas
 from tests import helpers
 from tests.agendamentos.test_entrega import CONTABILIDADE, disparada, pronto
 
@@ -70,3 +72,39 @@ def test_ocorrencia_entregue_tem_suas_entregas_mesmo_se_o_job_reinicia_no_meio(
     )
     helpers.esperar(lambda: reinicios, descricao="o pedido reiniciar o job")
     assert reinicios == [Status.PENDENTE]
+
+
+def test_email_reenviado_apos_envio_sem_registro_tem_o_mesmo_message_id(
+    smtp: Any, ajustes: Any
+) -> None:
+    """An attempt the SMTP server accepted but that could not be recorded
+    (here the client gave up waiting for the server's answer; in the soak a
+    worker killed mid-send) is sent again: the copy must carry the first
+    one's Message-ID, derived from the delivery's `mensagem_id`, so that a
+    mail client, and the soak's count, can tell it is the same message
+    (`emails_repetidos`). Before, each attempt made a new one."""
+    ajustes(**smtp.ambiente(), EMAIL_TIMEOUT=1)
+    tenant = helpers.criar_tenant()
+    ocorrencia = disparada(tenant)
+    pronto(ocorrencia.job_id)
+    alertas.verificar()
+    smtp.resposta_atrasada_s = 2.0  # kept, answered after the client's timeout
+    helpers.entregar_em_voo()
+    assert set(Entrega.objects.values_list("estado", "entregue_em")) == {
+        (EstadoEntrega.PENDENTE, None)
+    }
+    assert len(smtp.recebidas) == len(CONTABILIDADE)
+    smtp.resposta_atrasada_s = 0.0
+    Entrega.objects.update(proxima_em=timezone.now() - timedelta(seconds=1))
+    vagas.despachar(tenant_id=tenant.pk)
+    helpers.entregar_em_voo()
+
+    assert set(Entrega.objects.values_list("estado", flat=True)) == {
+        EstadoEntrega.ENTREGUE
+    }
+    time.sleep(0.2)
+    for entrega in Entrega.objects.all():
+        [email] = entrega.destinatarios
+        ids = [str(m["Message-ID"]).strip() for m in smtp.para(email)]
+        assert len(ids) == 2  # at least once: the copy reached the server
+        assert ids[0] == ids[1] == f"<{entrega.mensagem_id}@localhost>"
