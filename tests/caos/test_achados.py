@@ -7,12 +7,14 @@ import time
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 import pytest
 from django.db import connection
+from django.test import Client
 from django.utils import timezone
 
 from relatorios.agendamentos import alertas
-from relatorios.jobs import pedidos
+from relatorios.jobs import consultas, pedidos
 from relatorios.models import Entrega, EstadoEntrega, RelatorioJob, Status
 from relatorios.notificacoes import saida, vagas
 from tests import helpers
@@ -108,3 +110,73 @@ def test_email_reenviado_apos_envio_sem_registro_tem_o_mesmo_message_id(
         ids = [str(m["Message-ID"]).strip() for m in smtp.para(email)]
         assert len(ids) == 2  # at least once: the copy reached the server
         assert ids[0] == ids[1] == f"<{entrega.mensagem_id}@localhost>"
+
+
+def terminar_o_proprio_backend() -> None:
+    """pg_terminate_backend of this thread's backend, from another
+    connection, as an operator (or a failover) would, mid-request."""
+    connection.ensure_connection()
+    assert connection.connection is not None
+    pid = connection.connection.info.backend_pid
+    ajustes = connection.settings_dict
+    with psycopg.connect(
+        dbname=ajustes["NAME"],
+        host=ajustes["HOST"] or None,
+        port=ajustes["PORT"] or None,
+        user=ajustes["USER"] or None,
+        autocommit=True,
+    ) as outra:
+        # The timeout: wait until the backend has really gone.
+        outra.execute("SELECT pg_terminate_backend(%s, 5000)", [pid])
+
+
+def depois_de_perder_a_conexao(funcao: Any) -> Any:
+    def perde_e_chama(**kwargs: Any) -> Any:
+        terminar_o_proprio_backend()
+        return funcao(**kwargs)
+
+    return perde_e_chama
+
+
+def test_pedido_que_perde_a_conexao_e_503_e_o_proximo_tem_conexao_nova(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The soak's `pg_terminate_backend` of a web worker's backend in the
+    middle of a request (after the connection's health check): the view's
+    next statement raised OperationalError and the client got a 500. It is
+    a 503 with Retry-After (the API's JSON `erro`, a page elsewhere), and the
+    next request on the same worker thread gets a fresh connection."""
+    tenant = helpers.criar_tenant()
+    usuario, token = helpers.criar_usuario(tenant)
+    job_id = pedidos.submeter(
+        tenant_id=tenant.pk,
+        tipo="vendas",
+        params_brutos={"inicio": "2026-01-01", "fim": "2026-01-31"},
+        usuario_id=None,
+    ).job.id
+    api = helpers.cliente_com_token(token)
+    monkeypatch.setattr(
+        consultas, "estado_do_job", depois_de_perder_a_conexao(consultas.estado_do_job)
+    )
+
+    perdida = api.get(f"/relatorios/jobs/{job_id}")
+    monkeypatch.undo()
+    seguinte = api.get(f"/relatorios/jobs/{job_id}")
+
+    assert (perdida.status_code, perdida["Retry-After"]) == (503, "1")
+    assert "banco de dados" in perdida.json()["erro"]
+    assert (seguinte.status_code, seguinte.json()["id"]) == (200, job_id)
+
+    pagina = Client()
+    pagina.force_login(usuario)
+    monkeypatch.setattr(
+        consultas, "jobs_recentes", depois_de_perder_a_conexao(consultas.jobs_recentes)
+    )
+    perdida = pagina.get("/painel/")
+    monkeypatch.undo()
+    seguinte = pagina.get("/painel/")
+
+    assert (perdida.status_code, perdida["Retry-After"]) == (503, "1")
+    assert perdida["Content-Type"].startswith("text/html")
+    assert "Tente de novo" in perdida.content.decode()
+    assert seguinte.status_code == 200
