@@ -13,9 +13,17 @@ from django.db import connection
 from django.test import Client
 from django.utils import timezone
 
-from relatorios.agendamentos import alertas
-from relatorios.jobs import consultas, pedidos
-from relatorios.models import Entrega, EstadoEntrega, RelatorioJob, Status
+from relatorios.agendamentos import agenda, alertas, disparo
+from relatorios.banco.comum import agora_do_banco
+from relatorios.jobs import ciclo, consultas, pedidos
+from relatorios.models import (
+    Alerta,
+    Entrega,
+    EstadoEntrega,
+    Ocorrencia,
+    RelatorioJob,
+    Status,
+)
 from relatorios.notificacoes import saida, vagas
 from tests import helpers
 from tests.agendamentos.test_entrega import CONTABILIDADE, disparada, pronto
@@ -180,3 +188,113 @@ def test_pedido_que_perde_a_conexao_e_503_e_o_proximo_tem_conexao_nova(
     assert perdida["Content-Type"].startswith("text/html")
     assert "Tente de novo" in perdida.content.decode()
     assert seguinte.status_code == 200
+
+
+def agendamento_de_cada_segundo(ajustes: Any) -> Any:
+    """A schedule firing every second with a 30-second deadline, on the real
+    clock (the rule below compares the firing's instant with the attempts')."""
+    ajustes(RELATORIOS_CRON_SEGUNDOS=True, RELATORIOS_INTERVALO_MINIMO_MIN=0)
+    tenant = helpers.criar_tenant()
+    helpers.criar_lojas(tenant, "L001", "L002")
+    return helpers.criar_agendamento(
+        tenant, cron="* * * * * *", prazo=timedelta(seconds=30)
+    )
+
+
+def disparar_a_proxima(agendamento: Any) -> Ocorrencia:
+    planejado = agendamento.proximo_disparo
+    while agora_do_banco() < planejado:
+        time.sleep(0.05)
+    disparo.disparar(agora=agora_do_banco())
+    agenda.pausar(agendamento_id=agendamento.pk)  # no more firings meanwhile
+    return Ocorrencia.objects.get(agendamento=agendamento, planejado_para=planejado)
+
+
+def executar(job_id: int) -> None:
+    """The job's attempt, claimed and finished as a worker would (its row in
+    the attempts' ledger included), its result valid for a minute."""
+    reivindicado = ciclo.reivindicar(job_id=job_id)
+    assert reivindicado is not None
+    assert ciclo.concluir(
+        tentativa=reivindicado.tentativa, resultado={"linhas": []}, validade_s=60
+    )
+
+
+def expirar_e_pedir_de_novo(ocorrencia: Ocorrencia) -> None:
+    """The result expires and a manager asks for the same report: the shared
+    job starts over, pending, before any checker pass looked."""
+    RelatorioJob.objects.filter(pk=ocorrencia.job_id).update(
+        expira_em=timezone.now() - timedelta(seconds=1)
+    )
+    submissao = pedidos.submeter(
+        tenant_id=ocorrencia.tenant_id,
+        tipo="vendas",
+        params_brutos=ocorrencia.params,
+        usuario_id=None,
+    )
+    assert (submissao.job.id, submissao.reiniciado) == (ocorrencia.job_id, True)
+
+
+def test_ocorrencia_servida_por_resultado_ja_pronto_nao_alerta_se_ele_expira(
+    ajustes: Any,
+) -> None:
+    """A firing deduplicated with a job already pronto is served at once.
+    If no checker pass settles it before that shared result expires and
+    another request restarts the job, the deadline check judged the job as
+    it then was (pending) and opened a false "ainda na fila" alert (the
+    soak's `alertas_apos_resultado_expirado`)."""
+    agendamento = agendamento_de_cada_segundo(ajustes)
+    params = agenda.params_da_ocorrencia(
+        agendamento, agendamento.proximo_disparo, agendamento.tenant.fuso_horario
+    )
+    compartilhado = pedidos.submeter(
+        tenant_id=agendamento.tenant_id,
+        tipo="vendas",
+        params_brutos=params,
+        usuario_id=None,
+    ).job.id
+    executar(compartilhado)
+    ocorrencia = disparar_a_proxima(agendamento)
+    assert ocorrencia.job_id == compartilhado
+    expirar_e_pedir_de_novo(ocorrencia)
+
+    alertas.verificar(agora=ocorrencia.prazo_em + timedelta(seconds=1))
+
+    assert list(Alerta.objects.filter(ocorrencia=ocorrencia)) == []
+    ocorrencia.refresh_from_db()
+    assert ocorrencia.conferida
+
+
+def test_ocorrencia_pronta_no_prazo_nao_alerta_se_o_resultado_expira_depois(
+    ajustes: Any,
+) -> None:
+    """The same with a job that the firing submitted and that became pronto
+    in time: the checker must judge the occurrence by what happened before
+    its deadline (the attempts' ledger), not by the job's state when it
+    looks."""
+    agendamento = agendamento_de_cada_segundo(ajustes)
+    ocorrencia = disparar_a_proxima(agendamento)
+    assert ocorrencia.job_id is not None
+    executar(ocorrencia.job_id)
+    expirar_e_pedir_de_novo(ocorrencia)
+
+    alertas.verificar(agora=ocorrencia.prazo_em + timedelta(seconds=1))
+
+    assert list(Alerta.objects.filter(ocorrencia=ocorrencia)) == []
+
+
+def test_ocorrencia_que_nao_ficou_pronta_no_prazo_ainda_alerta(ajustes: Any) -> None:
+    """The rule's other side: a job pronto only after the deadline opens
+    (and closes) the alert."""
+    agendamento = agendamento_de_cada_segundo(ajustes)
+    ocorrencia = disparar_a_proxima(agendamento)
+    assert ocorrencia.job_id is not None
+    Ocorrencia.objects.filter(pk=ocorrencia.pk).update(
+        prazo_em=timezone.now() - timedelta(seconds=1)
+    )
+    executar(ocorrencia.job_id)
+
+    alertas.verificar(agora=agora_do_banco())
+
+    [alerta] = Alerta.objects.filter(ocorrencia=ocorrencia)
+    assert "depois do prazo" in alerta.motivo
