@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from tests.caos.implantacao import Implantacao, TenantDoSoak
 
@@ -257,8 +258,9 @@ def baixar(soak: Soak, sorte: random.Random, parar: threading.Event) -> None:
         ganchos = soak.impl.ganchos
         links = []
         if ganchos is not None and sorte.random() < 0.3:
+            # Absolute (RELATORIOS_URL_BASE): sent to our own servers by path.
             links = [
-                p.payload["data"]["download"]["url"]
+                urlsplit(p.payload["data"]["download"]["url"]).path
                 for p in ganchos.pedidos[-50:]
                 if p.tipo == "agendamento.entregue"
             ]

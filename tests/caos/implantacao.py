@@ -60,6 +60,9 @@ class TenantDoSoak:
     webhook_id: int
     pesado: bool
     agendado: bool
+    # The tenant's Slack integration (scheduled tenants only), named by its
+    # schedules beside the webhook.
+    chat_id: int | None = None
 
 
 @dataclass
@@ -240,6 +243,15 @@ class Implantacao:
                 usuario_id=None,
             )
             self.ganchos.segredos[f"/ganchos/{tenant.pk}"] = webhook.segredo
+            chat_id = None
+            if indice in AGENDADOS:
+                chat_id = webhooks.registrar_webhook(
+                    tenant_id=tenant.pk,
+                    canal="slack",
+                    url=self.ganchos.url_do_chat(tenant.pk),
+                    eventos=["alerta.aberto"],
+                    usuario_id=None,
+                ).pk
             self.tenants.append(
                 TenantDoSoak(
                     indice=indice,
@@ -249,6 +261,7 @@ class Implantacao:
                     webhook_id=webhook.pk,
                     pesado=indice in PESADOS,
                     agendado=indice in AGENDADOS,
+                    chat_id=chat_id,
                 )
             )
 
@@ -270,7 +283,8 @@ class Implantacao:
             nome=f"caos t{tenant.indice} n{numero}",
             destinatarios=[f"agenda.t{tenant.indice}.n{numero}@caos.exemplo"],
             entrega=("anexo", "link")[numero % 2],
-            webhooks=[tenant.webhook_id],
+            webhooks=[tenant.webhook_id]
+            + ([tenant.chat_id] if tenant.chat_id is not None else []),
             usuario_id=None,
         )
         agendamento.refresh_from_db()
