@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -27,7 +27,7 @@ from relatorios.models import (
 )
 from relatorios.notificacoes.canais.email.transporte import message_id
 from relatorios.tipos.base import Contexto
-from tests import helpers, processos
+from tests import helpers, processos, sse
 from tests.agendamentos.test_entrega import disparada, pronto
 from tests.caos import falhas, invariantes, razao
 from tests.caos.amostras import AcimaDoLimite, Amostras
@@ -35,6 +35,7 @@ from tests.caos.carga import (
     AgendamentoDoSoak,
     Chamada,
     EventoDeAgendamento,
+    FluxoDoSoak,
     Soak,
 )
 from tests.caos.falhas import Registro
@@ -396,6 +397,55 @@ def test_entregas_acima_das_vagas_amostradas_sao_contadas(tmp_path: Path) -> Non
     [acima] = invariantes.entregas_nas_vagas(c)
 
     assert (acima.valor, acima.exemplos) == (1, ["tenant 7: 3 entregas em voo"])
+
+
+def fluxo_visto(
+    tenant: int, de: float, ate: float, *eventos: Any, **campos: Any
+) -> Any:
+    """A stream the listener held, with the events it read."""
+    lido = sse.Fluxo(url="", cabecalhos={}, status=200)
+    lido.eventos = [sse.EventoRecebido(str(i), t, d) for i, t, d in eventos]
+    return FluxoDoSoak(tenant, de, campos.get("retomado_de"), lido, de, ate)
+
+
+def pronto_em(job_id: int, instante: datetime) -> tuple[str, str, dict[str, Any]]:
+    dados = {"id": job_id, "concluido_em": instante.isoformat()}
+    return ("job.pronto", "job.pronto", {"data": dados})
+
+
+def test_final_nao_visto_no_fluxo_aberto_e_ids_que_voltam_sao_contados(
+    banco: str, tmp_path: Path
+) -> None:
+    tenant = helpers.criar_tenant()
+    agora = datetime.now(UTC)
+    t = agora.timestamp()
+    visto, perdido, antes = (
+        RelatorioJob.objects.create(
+            chave=f"k{n}",
+            tenant=tenant,
+            tipo="vendas",
+            params={},
+            status="pronto",
+            concluido_em=agora + timedelta(seconds=s),
+        )
+        for n, s in enumerate((0, 30, -60))
+    )
+    c = colheita(tmp_path, url=banco)
+    (_, ev_visto, dados_visto) = pronto_em(visto.pk, visto.concluido_em)
+    c.soak.fluxos = [
+        fluxo_visto(tenant.pk, t - 10, t + 5, ("7", ev_visto, dados_visto)),
+        # Resumed after id 7: the job pronto at t + 30 should be on it.
+        fluxo_visto(
+            tenant.pk, t + 6, t + 60, ("5", "job.executando", {}), retomado_de="7"
+        ),
+    ]
+
+    perdidos, fora_de_ordem, lacunas = invariantes.eventos_ao_vivo(c)
+
+    assert (perdidos.valor, fora_de_ordem.valor, lacunas.valor) == (1, 1, 0)
+    assert f"job {perdido.pk} " in perdidos.exemplos[0]
+    assert antes.pk not in {visto.pk, perdido.pk}  # before any stream: not judged
+    assert "each of 2 jobs' final states" in perdidos.prova
 
 
 def test_sessenta_segundos_de_caos_mantem_todas_as_invariantes() -> None:
