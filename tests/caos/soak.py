@@ -171,6 +171,7 @@ def _rodar(
             for (papel, pid), serie in amostras.rss.items()
         },
     )
+    relatorio.gravar_fluxos(p.saida / "fluxos.jsonl", colheita.soak.fluxos)
     for erro in erros:
         nota(f"erro do harness: {erro}")
     violadas = relatorio.violadas(figuras)
