@@ -111,6 +111,7 @@ MIDDLEWARE = [
     # A deadlock victim that got past the domain's retries: a 409 page, not
     # a 500 (the API answers it in JSON itself: relatorios/api/erros.py).
     "relatorios.operacao.conflitos.ConflitoEntreTransacoes",
+    "relatorios.operacao.conexao.ConexaoPerdida",  # connection lost: 503, not 500
     # Last, as django-axes requires: answers a locked-out login with its page.
     "axes.middleware.AxesMiddleware",
 ]

@@ -135,6 +135,9 @@ class CaixaSmtp:
         self.recusar = 0
         self.recusadas = 0
         self.atraso_s = 0.0
+        # Or keep a message and answer late (a client that gives up first
+        # has sent it without knowing: at least once).
+        self.resposta_atrasada_s = 0.0
         caixa = self
 
         class Tratador:
@@ -149,6 +152,8 @@ class CaixaSmtp:
                     return "451 4.3.0 tente mais tarde"
                 mensagem = message_from_bytes(envelope.content, policy=policy.default)
                 caixa.recebidas.append((list(envelope.rcpt_tos), mensagem))
+                if caixa.resposta_atrasada_s:
+                    await asyncio.sleep(caixa.resposta_atrasada_s)
                 return "250 OK"
 
         self.porta = processos.porta_livre()

@@ -7,9 +7,12 @@ any number of copies:
 1. It does not trust the firing: from the schedules themselves it records a
    ledger row (`nao_disparada`) for every occurrence whose deadline passed and
    that nobody fired, so a scheduler that never ran is caught too.
-2. Each unsettled occurrence is settled once: `pronto` in time, or an alert
-   opened by a guarded INSERT (one per occurrence); a report that became
-   `pronto` after its deadline still missed it (its alert opens and closes).
+2. Each unsettled occurrence is settled once: `pronto` in time (an attempt
+   of its job finished `pronto` between its firing and its deadline; one
+   fired onto a result already `pronto` is settled by the firing itself), or
+   an alert opened by a guarded INSERT (one per occurrence); a report that
+   became `pronto` after its deadline still missed it (its alert opens and
+   closes).
    A failed job or a refused submit opens it before the deadline: nothing
    will make that occurrence `pronto` by itself, and support gains the hours
    until the deadline.
@@ -179,7 +182,13 @@ def _abrir(agora: datetime, resultado: Verificacao) -> None:
         cursor.execute(
             """
             SELECT o.id, o.tenant_id, o.estado, o.motivo, j.status, j.erro,
-                   j.progresso, j.concluido_em <= o.prazo_em
+                   j.progresso,
+                   (j.status = 'pronto' AND j.concluido_em <= o.prazo_em)
+                   OR EXISTS (
+                       SELECT 1 FROM relatorio_tentativas t
+                        WHERE t.job_id = o.job_id AND t.desfecho = 'pronto'
+                          AND t.terminado_em >= o.disparada_em
+                          AND t.terminado_em <= o.prazo_em)
               FROM relatorio_ocorrencias o
               LEFT JOIN relatorio_jobs j ON j.id = o.job_id
              WHERE NOT o.conferida
@@ -197,7 +206,11 @@ def _abrir(agora: datetime, resultado: Verificacao) -> None:
             ocorrencia_id, tenant_id, estado, motivo, status, erro, prog, a_tempo = (
                 linha
             )
-            if status == Status.PRONTO and a_tempo:
+            # Kept: pronto by the deadline, judged by what happened then
+            # (the attempts' ledger), not by the job's state now: a shared
+            # result can have expired since and the job started over for
+            # another request (found by `make caos`; tests/caos/test_achados.py).
+            if a_tempo:
                 resultado.conferidas += 1
             else:
                 alerta_id = _abrir_alerta(

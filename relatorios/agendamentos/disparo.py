@@ -31,6 +31,7 @@ from relatorios.models import (
     EstadoOcorrencia,
     Ocorrencia,
     Recuperacao,
+    Status,
 )
 from relatorios.tipos.normalizacao import ErroDeParametro
 
@@ -206,7 +207,7 @@ def _registrar(
             return None
         ocorrencia_id = int(linha[0])
         if disparar_job:
-            _submeter(agendamento, ocorrencia_id, params)
+            _submeter(agendamento, ocorrencia_id, params, planejado + agendamento.prazo)
     ocorrencia = Ocorrencia.objects.get(pk=ocorrencia_id)
     logger.info(
         "ocorrência registrada",
@@ -222,7 +223,10 @@ def _registrar(
 
 
 def _submeter(
-    agendamento: Agendamento, ocorrencia_id: int, params: dict[str, Any]
+    agendamento: Agendamento,
+    ocorrencia_id: int,
+    params: dict[str, Any],
+    prazo_em: datetime,
 ) -> None:
     # What a client could be refused (bad stores, the pending cap) is recorded
     # on the occurrence; anything else rolls the occurrence back with it, and
@@ -240,7 +244,20 @@ def _submeter(
             estado=EstadoOcorrencia.RECUSADA, motivo=_recusa(exc)
         )
         return
-    Ocorrencia.objects.filter(pk=ocorrencia_id).update(job_id=submissao.job.id)
+    job = submissao.job
+    # Answered by a result already pronto (and valid: the submit restarts an
+    # expired one), by the deadline: served now, settled now. Left to the
+    # checker, it would judge a job that may by then have expired and
+    # started over for another request (found by `make caos`).
+    servida = (
+        job.status == Status.PRONTO
+        and job.concluido_em is not None
+        and job.concluido_em <= prazo_em
+    )
+    campos: dict[str, Any] = {"job_id": job.id}
+    if servida:
+        campos["conferida"] = True
+    Ocorrencia.objects.filter(pk=ocorrencia_id).update(**campos)
 
 
 def _recusa(exc: Exception) -> str:

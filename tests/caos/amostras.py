@@ -1,6 +1,7 @@
-"""What the soak samples while it runs: each tenant's running jobs (four times
-a second, one statement, one snapshot), when each occurrence was first seen
-fired, and every process's RSS (every two seconds)."""
+"""What the soak samples while it runs: each tenant's running jobs and its
+deliveries in flight (four times a second, one statement each, a snapshot),
+when each occurrence was first seen fired, and every process's RSS (every
+two seconds)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ class AcimaDoLimite:
 class Amostras:
     acima: list[AcimaDoLimite] = field(default_factory=list)
     instantes: int = 0
+    # Deliveries in flight (a queue message waits for them or a sender holds
+    # them: `enfileirada_em` set) beyond the tenant's slots.
+    entregas_acima: list[AcimaDoLimite] = field(default_factory=list)
+    # The most deliveries of one tenant seen in flight at once.
+    entregas_max: int = 0
     # (role, pid) -> [(when, MB)]
     rss: dict[tuple[str, int], list[tuple[float, float]]] = field(default_factory=dict)
     erros: int = 0
@@ -34,10 +40,11 @@ class Amostras:
 
 
 class Amostrador(threading.Thread):
-    def __init__(self, impl: Implantacao, limite: int) -> None:
+    def __init__(self, impl: Implantacao, limite: int, vagas_de_entrega: int) -> None:
         super().__init__(name="amostrador", daemon=True)
         self.impl = impl
         self.limite = limite
+        self.vagas_de_entrega = vagas_de_entrega
         self.amostras = Amostras()
         self._parar = threading.Event()
 
@@ -68,6 +75,16 @@ class Amostrador(threading.Thread):
         self.amostras.instantes += 1
         for tenant_id, n in linhas:
             self.amostras.acima.append(AcimaDoLimite(agora, tenant_id, n))
+        for tenant_id, n in conexao.execute(
+            "SELECT tenant_id, count(*) FROM relatorio_entregas"
+            " WHERE estado = 'pendente' AND enfileirada_em IS NOT NULL"
+            " GROUP BY tenant_id"
+        ).fetchall():
+            self.amostras.entregas_max = max(self.amostras.entregas_max, n)
+            if n > self.vagas_de_entrega:
+                self.amostras.entregas_acima.append(
+                    AcimaDoLimite(time.time(), tenant_id, n)
+                )
         for (ocorrencia_id,) in conexao.execute(
             "SELECT id FROM relatorio_ocorrencias WHERE estado = 'disparada'"
             " AND disparada_em > now() - interval '2 minutes'"

@@ -23,7 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
+from tests import sse
 from tests.caos.implantacao import Implantacao, TenantDoSoak
 
 TIMEOUT_S = 30.0
@@ -77,6 +79,21 @@ class AgendamentoDoSoak:
 
 
 @dataclass
+class FluxoDoSoak:
+    """One tenant stream (`GET /relatorios/eventos`) as the listener held it:
+    opened fresh (`retomado_de` None) or resuming after the last id the
+    previous one saw, until it ended or the load did."""
+
+    tenant: int
+    aberto: float
+    retomado_de: str | None
+    fluxo: sse.Fluxo | None = None
+    # When its headers came back: the server has fixed where it starts.
+    respondido: float | None = None
+    fechado: float | None = None
+
+
+@dataclass
 class Soak:
     """What the drivers share: the deployment and what they saw."""
 
@@ -93,6 +110,7 @@ class Soak:
     agendamentos: list[AgendamentoDoSoak] = field(default_factory=list)
     # Signed download links found in delivered webhooks, already fetched.
     links_vistos: set[str] = field(default_factory=set)
+    fluxos: list[FluxoDoSoak] = field(default_factory=list)
     trava: threading.Lock = field(default_factory=threading.Lock)
 
     def chamar(
@@ -257,8 +275,9 @@ def baixar(soak: Soak, sorte: random.Random, parar: threading.Event) -> None:
         ganchos = soak.impl.ganchos
         links = []
         if ganchos is not None and sorte.random() < 0.3:
+            # Absolute (RELATORIOS_URL_BASE): sent to our own servers by path.
             links = [
-                p.payload["data"]["download"]["url"]
+                urlsplit(p.payload["data"]["download"]["url"]).path
                 for p in ganchos.pedidos[-50:]
                 if p.tipo == "agendamento.entregue"
             ]
@@ -278,6 +297,44 @@ def baixar(soak: Soak, sorte: random.Random, parar: threading.Event) -> None:
             sorte=sorte,
             token=tenant.tokens[1],
         )
+
+
+def escutar(soak: Soak, sorte: random.Random, parar: threading.Event) -> None:
+    """One tenant stream of live events per tenant, held open for the whole
+    load; one that ends (its process killed, its connection cut) is opened
+    again with the last id it saw as Last-Event-ID, as EventSource does."""
+    tenants = soak.impl.tenants
+    vivos: dict[int, FluxoDoSoak] = {}
+
+    def abrir(tenant: TenantDoSoak, ultimo: str | None) -> None:
+        atual = FluxoDoSoak(tenant.id, time.time(), ultimo)
+        with soak.trava:
+            soak.fluxos.append(atual)
+        vivos[tenant.id] = atual
+        try:
+            atual.fluxo = sse.abrir(
+                soak.impl.url_eventos + "/relatorios/eventos",
+                token=tenant.tokens[0],
+                ultimo=ultimo,
+            )
+            atual.respondido = time.time()
+        except AssertionError:  # no answer in 30 s: tried again next round
+            atual.fechado = time.time()
+
+    for tenant in tenants:
+        abrir(tenant, None)
+    while not parar.wait(sorte.uniform(0.3, 0.7)):
+        for tenant in tenants:
+            atual = vivos[tenant.id]
+            if atual.fluxo is not None and not atual.fluxo.terminou:
+                continue
+            atual.fechado = atual.fechado or time.time()
+            visto = atual.fluxo.ultimo_id if atual.fluxo is not None else None
+            abrir(tenant, visto or atual.retomado_de)
+    for atual in vivos.values():
+        if atual.fluxo is not None:
+            atual.fluxo.fechar()
+        atual.fechado = atual.fechado or time.time()
 
 
 def agendar(soak: Soak, sorte: random.Random, parar: threading.Event) -> None:
@@ -382,6 +439,7 @@ CARGAS = (
     Carga("consultar", 2, consultar),
     Carga("baixar", 1, baixar),
     Carga("agendar", 1, agendar),
+    Carga("escutar", 1, escutar),
 )
 
 

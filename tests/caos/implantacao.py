@@ -60,6 +60,9 @@ class TenantDoSoak:
     webhook_id: int
     pesado: bool
     agendado: bool
+    # The tenant's Slack integration (scheduled tenants only), named by its
+    # schedules beside the webhook.
+    chat_id: int | None = None
 
 
 @dataclass
@@ -99,6 +102,9 @@ class Implantacao:
     tenants: list[TenantDoSoak] = field(default_factory=list)
     smtp: CaixaIntermitente | None = None
     ganchos: ReceptorDeWebhooks | None = None
+    # The live events' process (SSE, ASGI): one, its address.
+    eventos: processos.Processo | None = None
+    url_eventos: str = ""
     mortes: list[Morte] = field(default_factory=list)
     _trava: threading.Lock = field(default_factory=threading.Lock)
     _zelar: threading.Event = field(default_factory=threading.Event)
@@ -240,6 +246,15 @@ class Implantacao:
                 usuario_id=None,
             )
             self.ganchos.segredos[f"/ganchos/{tenant.pk}"] = webhook.segredo
+            chat_id = None
+            if indice in AGENDADOS:
+                chat_id = webhooks.registrar_webhook(
+                    tenant_id=tenant.pk,
+                    canal="slack",
+                    url=self.ganchos.url_do_chat(tenant.pk),
+                    eventos=["alerta.aberto"],
+                    usuario_id=None,
+                ).pk
             self.tenants.append(
                 TenantDoSoak(
                     indice=indice,
@@ -249,6 +264,7 @@ class Implantacao:
                     webhook_id=webhook.pk,
                     pesado=indice in PESADOS,
                     agendado=indice in AGENDADOS,
+                    chat_id=chat_id,
                 )
             )
 
@@ -270,7 +286,8 @@ class Implantacao:
             nome=f"caos t{tenant.indice} n{numero}",
             destinatarios=[f"agenda.t{tenant.indice}.n{numero}@caos.exemplo"],
             entrega=("anexo", "link")[numero % 2],
-            webhooks=[tenant.webhook_id],
+            webhooks=[tenant.webhook_id]
+            + ([tenant.chat_id] if tenant.chat_id is not None else []),
             usuario_id=None,
         )
         agendamento.refresh_from_db()
@@ -294,10 +311,11 @@ class Implantacao:
         )
 
     def subir_processos(self) -> None:
-        """The web servers, then the clusters (in parallel: each takes seconds
-        to import Django on a busy host)."""
+        """The web servers, the events process, then the clusters (in
+        parallel: each takes seconds to import Django on a busy host)."""
         for indice in range(1, self.p.webs + 1):
             self.webs.append(self._iniciar_web(indice))
+        self._iniciar_eventos()
         self.clusters = [Cluster(i, None) for i in range(1, self.p.clusters + 1)]
         fios = [
             threading.Thread(target=self.reiniciar_cluster, args=(c,))
@@ -315,6 +333,14 @@ class Implantacao:
             self.p.saida / f"{nome}.{int(time.time())}.log", **self.ambiente(nome)
         )
         return Web(indice, processo, url)
+
+    def _iniciar_eventos(self) -> None:
+        """The SSE process (config/eventos.py); its connections are
+        `caos-eventos`, so `pg_terminate_backend` may take its LISTEN."""
+        nome = "caos-eventos"
+        self.eventos, self.url_eventos = processos.iniciar_eventos(
+            self.p.saida / f"{nome}.{int(time.time())}.log", **self.ambiente(nome)
+        )
 
     def reiniciar_cluster(self, cluster: Cluster) -> None:
         """Start (or start again) a cluster; its log is new each time, since
@@ -349,6 +375,11 @@ class Implantacao:
                     )
                     novo = self._iniciar_web(web.indice)
                     self.webs[web.indice - 1] = novo
+            if self.eventos is not None and not self.eventos.vivo():
+                if self._zelar.is_set():
+                    return
+                self.mortes.append(Morte(time.time(), "eventos", str(self.eventos.log)))
+                self._iniciar_eventos()
             for cluster in self.clusters:
                 with self._trava:
                     processo, derrubado = cluster.processo, cluster.derrubado
@@ -390,6 +421,8 @@ class Implantacao:
         for cluster in self.clusters:
             for pid in self.pids_do_cluster(cluster):
                 yield f"cluster-{cluster.indice}", pid
+        if self.eventos is not None and self.eventos.vivo():
+            yield "eventos", self.eventos.pid
 
     # --- the end ---------------------------------------------------------------------
 
@@ -397,6 +430,8 @@ class Implantacao:
         self._zelar.set()
         for web in self.webs:
             web.processo.parar(timeout=10)
+        if self.eventos is not None:
+            self.eventos.parar(timeout=10)
         for cluster in self.clusters:
             if cluster.processo is not None:
                 cluster.processo.parar(timeout=10)

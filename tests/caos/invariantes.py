@@ -12,7 +12,9 @@ import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from tests.caos.amostras import Amostras
 from tests.caos.carga import AgendamentoDoSoak, Pedido, Soak
@@ -30,6 +32,9 @@ ZUMBI_S = 5.0
 # commit that makes it visible to the checker comes later.
 FOLGA_S = 2.0
 EXEMPLOS = 5
+# A final state committed this long before a stream was closed must be on
+# it: the events process hears of it through LISTEN and reads it back.
+ENTREGA_SSE_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -397,7 +402,8 @@ def alertas(c: Colheita) -> list[Figura]:
             faltando.append(historia)
         elif not devido and aberto is not None:
             # Opened after every result that made it in time had expired: the
-            # checker judges the job as it is when it looks (see docs/caos.md).
+            # checker once judged the job as it was when it looked (fixed:
+            # docs/caos.md, "What the soak found").
             validos = [
                 t for t in prontos[job_id] if t <= prazo and t + validade >= aberto
             ]
@@ -418,10 +424,8 @@ def alertas(c: Colheita) -> list[Figura]:
         figura(
             "alertas_apos_resultado_expirado",
             expirados,
-            "alerts for an occurrence that was pronto in time, opened after that"
-            " result expired and its job was restarted: the checker judges the"
-            " job's current state (known gap, docs/caos.md)",
-            informativo=True,
+            "no alert for an occurrence that was pronto in time, opened after"
+            " that result expired and its job was restarted",
         ),
     ]
 
@@ -489,57 +493,54 @@ def entregas_finais(c: Colheita) -> list[Figura]:
 
 
 def emails(c: Colheita) -> list[Figura]:
-    """Counted per recipient and subject: the product sends no stable
-    Message-ID (each attempt is a new message), so that is the finest key
-    the receiver can match a delivery by."""
-    from relatorios.notificacoes.email import email_do_evento
+    """Matched by Message-ID: each delivery's is derived from its
+    `mensagem_id` and the same on every attempt (canais/email), so the SMTP
+    server's record says exactly which delivery each message was."""
+    from relatorios.notificacoes.canais.email.transporte import message_id
 
     smtp = c.impl.smtp
     assert smtp is not None
     recebidos = Counter(
-        (destinatario, _uma_linha(e.assunto))
+        (destinatario, e.message_id)
         for e in smtp.emails
         for destinatario in e.destinatarios
     )
-    esperados: Counter[tuple[str, str]] = Counter()
-    folga: Counter[tuple[str, str]] = Counter()
+    esperados: dict[tuple[str, str], tuple[str, int]] = {}
     for (
         _id,
         canal,
         _ev,
-        _m,
+        mensagem_id,
         destinatarios,
-        payload,
+        _payload,
         estado,
         tentativas,
         *_,
     ) in _entregas(c):
         if canal != "email":
             continue
-        assunto = _uma_linha(email_do_evento(payload).assunto)
         for destinatario in destinatarios:
-            chave = (destinatario.lower(), assunto)
-            if estado == "entregue":
-                esperados[chave] += 1
-                folga[chave] += tentativas - 1
-            elif estado == "falhou":
-                folga[chave] += tentativas
-    perdidos, alem, repetidos = [], [], []
-    for chave in esperados.keys() | recebidos.keys():
-        e, r = esperados[chave], recebidos[chave]
-        if r < e:
-            perdidos.append(f"{chave[0]} '{chave[1]}': {r} de {e}")
-        if r > e + folga[chave]:
-            alem.append(f"{chave[0]} '{chave[1]}': {r}, entregues {e}")
-        if r > e:
-            repetidos.append(f"{chave[0]} '{chave[1]}': {r} para {e}")
-    total = sum(esperados.values())
+            chave = (destinatario.lower(), message_id(mensagem_id))
+            esperados[chave] = (estado, tentativas)
+    perdidos, alem, repetidos, estranhos = [], [], [], []
+    for chave, (estado, tentativas) in esperados.items():
+        r = recebidos[chave]
+        if estado == "entregue" and r < 1:
+            perdidos.append(f"{chave[0]} {chave[1]}: não chegou")
+        if r > tentativas:
+            alem.append(f"{chave[0]} {chave[1]}: {r} em {tentativas} tentativas")
+        if r > 1:
+            repetidos.append(f"{chave[0]} {chave[1]}: {r} cópias")
+    for chave, r in recebidos.items():
+        if chave not in esperados:
+            estranhos.append(f"{chave[0]} {chave[1] or '(sem Message-ID)'}: {r}")
+    total = sum(1 for estado, _ in esperados.values() if estado == "entregue")
     return [
         figura(
             "emails_perdidos",
             perdidos,
-            f"each of {total} email deliveries marked entregue reached each"
-            " recipient (SMTP server's count by recipient and subject)",
+            f"each of {total} email deliveries marked entregue reached its"
+            " recipient (the SMTP server's messages, by Message-ID)",
         ),
         figura(
             "emails_alem_das_tentativas",
@@ -547,19 +548,20 @@ def emails(c: Colheita) -> list[Figura]:
             "no email arrived more often than its delivery was attempted",
         ),
         figura(
+            "emails_sem_entrega",
+            estranhos,
+            f"every one of {sum(recebidos.values())} messages received carries"
+            " the Message-ID of an email delivery to that recipient",
+        ),
+        figura(
             "emails_repetidos",
             repetidos,
             "copies after an attempt that sent but could not record it (a"
-            " killed worker, a dropped connection): at-least-once; exactly-once"
-            " needs a stable Message-ID the receiver can deduplicate by",
+            " killed worker, a dropped connection): at-least-once, each copy"
+            " with its delivery's Message-ID, so a mail client drops it",
             informativo=True,
         ),
     ]
-
-
-def _uma_linha(assunto: str) -> str:
-    # A long subject arrives folded (RFC 5322): compare its words.
-    return " ".join(assunto.split())
 
 
 def webhooks(c: Colheita) -> list[Figura]:
@@ -775,6 +777,281 @@ def rss(c: Colheita) -> list[Figura]:
     ]
 
 
+# --- issues 26 and 28: delivery slots, revoked links, chats, the replica -------------
+
+
+def entregas_nas_vagas(c: Colheita) -> list[Figura]:
+    vagas = int(c.p.ajuste("RELATORIOS_MAX_ENTREGAS_POR_TENANT"))
+    acima = [
+        f"tenant {a.tenant_id}: {a.executando} entregas em voo"
+        for a in c.amostras.entregas_acima
+    ]
+    return [
+        figura(
+            "entregas_acima_das_vagas",
+            acima,
+            f"no tenant had more than {vagas} deliveries in flight (a queue"
+            f" message or a sender on them) in any of {c.amostras.instantes}"
+            f" sampled instants (most seen: {c.amostras.entregas_max})",
+        )
+    ]
+
+
+def _instante(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def links_revogados(c: Colheita) -> list[Figura]:
+    """A scheduled report's link must answer 410 once its schedule is
+    deleted or its result has been recomputed (the job restarted: an attempt
+    started after the result the link names). The first is the soak's
+    deletes racing the firings; the second its 20-second results."""
+    por_caminho: dict[str, tuple[int, float, float | None]] = {}
+    for payload, job_id, excluido in c.linhas(
+        """
+        SELECT e.payload, o.job_id, extract(epoch FROM g.excluido_em)::float
+          FROM relatorio_entregas e
+          JOIN relatorio_ocorrencias o ON o.id = e.ocorrencia_id
+          JOIN relatorio_agendamentos g ON g.id = o.agendamento_id
+         WHERE e.evento = 'agendamento.entregue'
+        """
+    ):
+        dados = payload.get("data") or {}
+        url = (dados.get("download") or {}).get("url")
+        concluido = (dados.get("job") or {}).get("concluido_em")
+        if url and concluido:
+            por_caminho[urlsplit(url).path] = (job_id, _instante(concluido), excluido)
+    reinicios: dict[int, list[float]] = defaultdict(list)
+    for job_id, iniciado in c.linhas(
+        "SELECT job_id, extract(epoch FROM iniciado_em)::float"
+        " FROM relatorio_tentativas ORDER BY iniciado_em"
+    ):
+        reinicios[job_id].append(iniciado)
+    servidos, julgados, respostas = [], 0, Counter()
+    for chamada in c.soak.chamadas:
+        if not chamada.caminho.startswith("/baixar/"):
+            continue
+        link = por_caminho.get(chamada.caminho)
+        if link is None:
+            continue
+        job_id, concluido, excluido = link
+        recalculado = next((t for t in reinicios[job_id] if t > concluido), None)
+        revogado = min(
+            (t for t in (excluido, recalculado) if t is not None), default=None
+        )
+        # Within FOLGA_S of it either answer is right (the revoking
+        # statement's now() is its start; it commits later).
+        if revogado is None or chamada.inicio < revogado + FOLGA_S:
+            continue
+        julgados += 1
+        respostas[str(chamada.status)] += 1
+        if chamada.status == 200:
+            servidos.append(
+                f"{chamada.caminho[:40]}…: 200 {chamada.inicio - revogado:.1f} s"
+                f" depois de {'excluído' if revogado == excluido else 'recalculado'}"
+            )
+    vistas = ", ".join(f"{n}× {s}" for s, n in sorted(respostas.items()))
+    return [
+        figura(
+            "link_revogado_servido",
+            servidos,
+            f"no file served from a link whose schedule was deleted or whose"
+            f" result was recomputed ({julgados} such downloads: {vistas or 'none'})",
+        )
+    ]
+
+
+def chats(c: Colheita) -> list[Figura]:
+    """The Slack-shaped endpoint: each scheduled report's chat delivery
+    marked entregue reached it (answered 2xx), never more often than
+    attempted. A chat's webhook has no message id, so a delivery is told by
+    its download link (unique per destination); at-least-once copies are
+    printed, not judged (nothing on the chat's side could drop them)."""
+    ganchos = c.impl.ganchos
+    assert ganchos is not None
+    aceitos: Counter[str] = Counter()
+    copias: Counter[str] = Counter()
+    for mensagem in ganchos.chats:
+        for link in mensagem.links():
+            caminho = urlsplit(link).path
+            copias[caminho] += 1
+            if 200 <= mensagem.status < 300:
+                aceitos[caminho] += 1
+    perdidos, alem, repetidos, total = [], [], [], 0
+    for entrega_id, canal, evento, _m, _d, payload, estado, tentativas, *_ in _entregas(
+        c
+    ):
+        if canal != "slack" or evento != "agendamento.entregue":
+            continue
+        total += 1
+        url = ((payload.get("data") or {}).get("download") or {}).get("url", "")
+        caminho = urlsplit(url).path
+        if estado == "entregue" and not aceitos[caminho]:
+            perdidos.append(f"entrega {entrega_id}: {caminho[:40]}… não chegou")
+        if copias[caminho] > tentativas:
+            alem.append(f"entrega {entrega_id}: {copias[caminho]} em {tentativas}")
+        if aceitos[caminho] > 1:
+            repetidos.append(f"entrega {entrega_id}: {aceitos[caminho]} aceitas")
+    return [
+        figura(
+            "mensagem_de_chat_perdida",
+            perdidos,
+            f"each of {total} scheduled reports' Slack deliveries marked entregue"
+            f" reached the chat ({len(ganchos.chats)} messages received)",
+        ),
+        figura(
+            "mensagem_de_chat_alem_das_tentativas",
+            alem,
+            "no chat message arrived more often than its delivery was attempted",
+        ),
+        figura(
+            "mensagens_de_chat_repetidas",
+            repetidos,
+            "copies accepted twice (a sender that could not record its"
+            " success): at-least-once, and a chat has no id to drop them by",
+            informativo=True,
+        ),
+    ]
+
+
+def replica(c: Colheita) -> list[Figura]:
+    """No report failed because of the replica (restarted, frozen, replay
+    paused): the reads fall back to the primary. Read from the attempts'
+    errors, which name the server a connection failed on."""
+    if not c.impl.url_replica:
+        return [Figura("relatorio_falhou_pela_replica", None, "run without a replica")]
+    porta = urlsplit(c.impl.url_replica).port
+    marcas = ("replica", "réplica", "standby", "recovery", f"port {porta}")
+    falhos, tentativas = [], 0
+    for job_id, tipo, status, erro in c.linhas(
+        """
+        SELECT j.id, j.tipo, j.status, coalesce(t.erro, '')
+          FROM relatorio_tentativas t JOIN relatorio_jobs j ON j.id = t.job_id
+         WHERE t.desfecho <> 'pronto' AND t.erro IS NOT NULL
+        """
+    ):
+        if not any(m in erro.lower() for m in marcas):
+            continue
+        tentativas += 1
+        if status == "falhou" and tipo != "teste_quebrado":
+            falhos.append(f"job {job_id} ({tipo}): {erro[:120]}")
+    return [
+        figura(
+            "relatorio_falhou_pela_replica",
+            falhos,
+            f"no report failed because of the replica ({tentativas} attempts"
+            " ended by a replica error, each retried)",
+        )
+    ]
+
+
+def _cadeias(c: Colheita) -> list[tuple[int, float, float, list[Any]]]:
+    """Each tenant's streams joined into what one EventSource would have
+    seen: a stream resumed with Last-Event-ID continues the one before it
+    (the server replays what happened in between); one opened without
+    starts anew. (tenant, from, until, events in the order received)."""
+    cadeias: list[tuple[int, float, float, list[Any]]] = []
+    abertas: dict[int, int] = {}
+    for f in sorted(c.soak.fluxos, key=lambda f: f.aberto):
+        eventos = list(f.fluxo.eventos) if f.fluxo is not None else []
+        fim = f.fechado or c.marcos.fim_carga
+        indice = abertas.get(f.tenant)
+        if f.retomado_de is None or indice is None:
+            if f.respondido is None or f.fluxo is None or f.fluxo.status != 200:
+                continue  # never opened: nothing was promised
+            abertas[f.tenant] = len(cadeias)
+            cadeias.append((f.tenant, f.respondido, fim, eventos))
+        else:
+            tenant, inicio, _, anteriores = cadeias[indice]
+            cadeias[indice] = (tenant, inicio, fim, anteriores + eventos)
+    return cadeias
+
+
+def eventos_ao_vivo(c: Colheita) -> list[Figura]:
+    """Every job that became final (pronto or falhou) while a tenant's
+    stream was open, or was resumed across, was seen final on it, with the
+    instant the database recorded (`concluido_em`); ids only grow, none
+    repeated; no `lacuna` (events are kept an hour, the soak lasts less)."""
+    # (job, final status, instant). A pronto's ledger row and its job row
+    # share one statement's now(); a falhou's are written apart, so each
+    # final is matched to an event of that job and status within a second.
+    finais: dict[int, set[tuple[int, str, float]]] = defaultdict(set)
+    for job_id, tenant_id, status, instante in c.linhas(
+        """
+        SELECT t.job_id, j.tenant_id, t.desfecho,
+               extract(epoch FROM t.terminado_em)::float
+          FROM relatorio_tentativas t JOIN relatorio_jobs j ON j.id = t.job_id
+         WHERE t.desfecho IN ('pronto', 'falhou')
+        UNION
+        SELECT id, tenant_id, status, extract(epoch FROM concluido_em)::float
+          FROM relatorio_jobs
+         WHERE status IN ('pronto', 'falhou') AND concluido_em IS NOT NULL
+        """
+    ):
+        finais[tenant_id].add((job_id, status, instante))
+    perdidos, fora_de_ordem, lacunas = [], [], []
+    julgados = recebidos = 0
+    for tenant, inicio, fim, eventos in _cadeias(c):
+        vistos: dict[tuple[int, str], list[float]] = defaultdict(list)
+        anterior = 0
+        for evento in eventos:
+            recebidos += 1
+            if evento.id is not None and evento.id.isdigit():
+                if int(evento.id) <= anterior:
+                    fora_de_ordem.append(
+                        f"tenant {tenant}: id {evento.id} depois de {anterior}"
+                    )
+                anterior = max(anterior, int(evento.id))
+            if evento.tipo == "lacuna":
+                lacunas.append(f"tenant {tenant}: {evento.dados}")
+            if evento.tipo in ("job.pronto", "job.falhou"):
+                dados = (evento.dados or {}).get("data") or {}
+                if dados.get("concluido_em"):
+                    vistos[(int(dados["id"]), evento.tipo[4:])].append(
+                        _instante(dados["concluido_em"])
+                    )
+        # The ledger's row and the job's row of one final are one final.
+        unicos: dict[tuple[int, str], list[float]] = defaultdict(list)
+        for job_id, status, instante in sorted(finais[tenant]):
+            anteriores = unicos[(job_id, status)]
+            if not anteriores or instante - anteriores[-1] > 1.0:
+                anteriores.append(instante)
+        for (job_id, status), instantes in sorted(unicos.items()):
+            livres = list(vistos[(job_id, status)])
+            for instante in instantes:
+                casado = next((v for v in livres if abs(v - instante) <= 1.0), None)
+                if casado is not None:
+                    livres.remove(casado)
+                if not inicio + FOLGA_S <= instante <= fim - ENTREGA_SSE_S:
+                    continue
+                julgados += 1
+                if casado is None:
+                    perdidos.append(
+                        f"tenant {tenant}: job {job_id} {status} em {instante:.3f}"
+                        f" não visto no fluxo aberto de {inicio:.1f} a {fim:.1f}"
+                    )
+    retomadas = sum(1 for f in c.soak.fluxos if f.retomado_de is not None)
+    return [
+        figura(
+            "evento_sse_perdido",
+            perdidos,
+            f"each of {julgados} jobs' final states reached while a tenant"
+            f" stream was open (or resumed) was seen on it ({len(c.soak.fluxos)}"
+            f" streams, {retomadas} resumed with Last-Event-ID, {recebidos} events)",
+        ),
+        figura(
+            "evento_sse_fora_de_ordem",
+            fora_de_ordem,
+            "on each stream, resumes included, event ids only grow (none repeated)",
+        ),
+        figura(
+            "evento_sse_lacuna",
+            lacunas,
+            "no resume found its last event gone (lacuna)",
+        ),
+    ]
+
+
 def pendente(nome: str, falta: str) -> Callable[[Colheita], list[Figura]]:
     """A hook for an invariant whose feature is not on main yet."""
 
@@ -806,39 +1083,24 @@ INVARIANTES = (
     Invariante("isolamento", isolamento),
     Invariante("processos", mortes),
     Invariante("memória", rss),
-    Invariante(
-        "orçamentos",
-        pendente(
-            "orcamento_do_tenant_respeitado",
-            "tenant budgets for deliveries and downloads are not on main",
-        ),
-    ),
-    Invariante(
-        "links revogados",
-        pendente(
-            "link_revogado_servido",
-            "download caching and link revocation are not on main",
-        ),
-    ),
-    Invariante(
-        "eventos ao vivo",
-        pendente(
-            "evento_sse_perdido_ou_fora_de_ordem",
-            "live events over SSE (ASGI) are not on main",
-        ),
-    ),
-    Invariante(
-        "canais de chat",
-        pendente(
-            "mensagem_de_chat_perdida_ou_repetida",
-            "Slack/Teams/Chat channels are not on main",
-        ),
-    ),
+    Invariante("vagas de entrega", entregas_nas_vagas),
+    Invariante("links revogados", links_revogados),
+    Invariante("canais de chat", chats),
+    Invariante("réplica", replica),
+    Invariante("eventos ao vivo", eventos_ao_vivo),
     Invariante(
         "réplica limitada",
         pendente(
             "leitura_mais_velha_que_o_limite",
-            "the bounded replica is not on main",
+            "a report's read position on the replica is not recorded anywhere"
+            " the soak can read",
+        ),
+    ),
+    Invariante(
+        "limites de download",
+        pendente(
+            "download_alem_do_limite",
+            "the soak downloads far below the per-link and per-address limits",
         ),
     ),
 )

@@ -25,21 +25,30 @@ AJUSTES = {
     "RELATORIOS_MAX_TENTATIVAS": "6",
     "RELATORIOS_REENFILEIRAR_APOS_S": "3",
     "RELATORIOS_DESLIGAMENTO_S": "2",
-    # The delivery lease is 2 x webhook timeout + email timeout + this margin
-    # (saida.prazo_de_envio_s): 10 s, so a killed sender's delivery is
-    # retried within the soak's drain.
+    # The delivery lease is 2 x webhook timeout + email timeout + the file's
+    # build bound + this margin (vagas.prazo_de_envio_s): 15 s, so a killed
+    # sender's delivery (and the tenant's slot it holds) is retried within
+    # the soak's drain. With the build bound's default (120 s) it is 130 s:
+    # a 60 s run then spent 120 s draining two chat deliveries whose sender
+    # a kill -9 had taken.
     "RELATORIOS_MARGEM_HARD_STOP_S": "3",
+    "RELATORIOS_ARQUIVO_GERACAO_MAX_S": "5",
     "RELATORIOS_WEBHOOK_TIMEOUT_S": "2",
     "EMAIL_TIMEOUT": "3",
     "RELATORIOS_VALIDADE_S": "20",
     "RELATORIOS_MAX_PENDENTES_POR_TENANT": "6",
     "RELATORIOS_MAX_EXECUTANDO_POR_TENANT": "2",
+    # Two deliveries of a tenant in flight at once (the default is one).
+    "RELATORIOS_MAX_ENTREGAS_POR_TENANT": "2",
     "RELATORIOS_CRON_SEGUNDOS": "1",
     "RELATORIOS_INTERVALO_MINIMO_MIN": "0",
     # A firing found more than this late is missed (catch-up policy): the
     # "scheduler late" fault stalls every scheduler for longer than this.
     "RELATORIOS_DISPARO_TOLERANCIA_S": "4",
     "RELATORIOS_WEBHOOK_PERMITIR_LOCAL": "1",
+    # Links are absolute, as in production: a chat message carries one only
+    # then (and the soak matches chat messages to deliveries by it).
+    "RELATORIOS_URL_BASE": "https://relatorios.caos.exemplo",
     "RELATORIOS_ENTREGA_BACKOFF_S": "0.3",
     "RELATORIOS_ENTREGA_BACKOFF_MAX_S": "2",
     "RELATORIOS_ENTREGA_MAX_TENTATIVAS": "8",

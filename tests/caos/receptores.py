@@ -4,6 +4,7 @@ same port, and the webhook one answering 500 to a share of the requests."""
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -24,6 +25,7 @@ class Email:
     em: float
     destinatarios: tuple[str, ...]
     assunto: str
+    message_id: str = ""
 
 
 class CaixaIntermitente:
@@ -48,6 +50,7 @@ class CaixaIntermitente:
                         em=time.time(),
                         destinatarios=tuple(d.lower() for d in envelope.rcpt_tos),
                         assunto=str(mensagem["Subject"] or ""),
+                        message_id=str(mensagem["Message-ID"] or "").strip(),
                     )
                 )
                 return "250 OK"
@@ -117,6 +120,28 @@ def identidade(payload: dict[str, Any]) -> str:
     return f"{tipo}:?"
 
 
+@dataclass(frozen=True)
+class MensagemDeChat:
+    """One POST to the Slack-shaped endpoint: a chat's incoming webhook has
+    no signature and no message id; what it says is all there is."""
+
+    em: float
+    caminho: str
+    corpo: dict[str, Any]
+    status: int
+    cortado: bool = False
+
+    def links(self) -> list[str]:
+        """The buttons' URLs (a scheduled report's download link: unique
+        per delivery, since each names its destination)."""
+        return [
+            str(elemento.get("url", ""))
+            for bloco in self.corpo.get("blocks") or []
+            if bloco.get("type") == "actions"
+            for elemento in bloco.get("elements") or []
+        ]
+
+
 class ReceptorDeWebhooks:
     """A real HTTP endpoint, one path per tenant (`/ganchos/<tenant id>`).
 
@@ -127,6 +152,9 @@ class ReceptorDeWebhooks:
 
     def __init__(self, *, taxa_de_500: float, semente: int) -> None:
         self.pedidos: list[Pedido] = []
+        # The Slack-shaped endpoint (`/chat/<tenant id>`), on the same server:
+        # it goes away with the webhooks and answers 500 as often.
+        self.chats: list[MensagemDeChat] = []
         self.segredos: dict[str, str] = {}
         self.taxa_de_500 = taxa_de_500
         self._sorte = random.Random(semente)
@@ -140,6 +168,9 @@ class ReceptorDeWebhooks:
     def url(self, tenant_id: int) -> str:
         return f"http://127.0.0.1:{self.porta}/ganchos/{tenant_id}"
 
+    def url_do_chat(self, tenant_id: int) -> str:
+        return f"http://127.0.0.1:{self.porta}/chat/{tenant_id}"
+
     def _tratador(self) -> type[BaseHTTPRequestHandler]:
         receptor = self
 
@@ -147,6 +178,9 @@ class ReceptorDeWebhooks:
             def do_POST(self) -> None:
                 tamanho = int(self.headers.get("Content-Length", 0))
                 corpo = self.rfile.read(tamanho)
+                if self.path.startswith("/chat/"):
+                    self._chat(corpo, tamanho)
+                    return
                 segredo = receptor.segredos.get(self.path, "")
                 cabecalhos = dict(self.headers)
                 erro = ""
@@ -182,6 +216,29 @@ class ReceptorDeWebhooks:
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            def _chat(self, corpo: bytes, tamanho: int) -> None:
+                try:
+                    mensagem = json.loads(corpo)
+                except ValueError:
+                    mensagem = {}
+                with receptor._trava:
+                    falhar = receptor._sorte.random() < receptor.taxa_de_500
+                # Slack answers 200 "ok"; a message it could not read, 400.
+                status = 500 if falhar else (200 if mensagem else 400)
+                receptor.chats.append(
+                    MensagemDeChat(
+                        em=time.time(),
+                        caminho=self.path,
+                        corpo=mensagem if isinstance(mensagem, dict) else {},
+                        status=status,
+                        cortado=len(corpo) < tamanho,
+                    )
+                )
+                self.send_response(status)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"ok")
 
             def log_message(self, *args: Any) -> None:
                 pass

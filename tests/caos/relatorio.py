@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from tests.caos.carga import FluxoDoSoak
 from tests.caos.falhas import Registro
 from tests.caos.invariantes import Colheita, Figura
 
@@ -187,3 +188,23 @@ def gravar(
             indent=1,
         )
     )
+
+
+def gravar_fluxos(arquivo: Path, fluxos: list[FluxoDoSoak]) -> None:
+    """Every live-events stream the listener held, with what it read: the
+    evidence behind the SSE figures."""
+    with arquivo.open("w") as saida:
+        for f in fluxos:
+            lido = f.fluxo
+            linha = {
+                "tenant": f.tenant,
+                "aberto": f.aberto,
+                "respondido": f.respondido,
+                "fechado": f.fechado,
+                "retomado_de": f.retomado_de,
+                "status": lido.status if lido is not None else None,
+                "eventos": [
+                    [e.id, e.tipo, e.dados] for e in (lido.eventos if lido else [])
+                ],
+            }
+            saida.write(json.dumps(linha, ensure_ascii=False) + "\n")

@@ -102,7 +102,11 @@ def _rodar(
     plano: list[falhas.FalhaPlanejada],
     cabecalho: dict[str, object],
 ) -> int:
-    amostrador = Amostrador(impl, int(p.ajuste("RELATORIOS_MAX_EXECUTANDO_POR_TENANT")))
+    amostrador = Amostrador(
+        impl,
+        int(p.ajuste("RELATORIOS_MAX_EXECUTANDO_POR_TENANT")),
+        int(p.ajuste("RELATORIOS_MAX_ENTREGAS_POR_TENANT")),
+    )
     injetor = falhas.Injetor(impl, plano, p.saida / "falhas.jsonl")
     motor = Motor(soak)
     amostrador.start()
@@ -167,6 +171,7 @@ def _rodar(
             for (papel, pid), serie in amostras.rss.items()
         },
     )
+    relatorio.gravar_fluxos(p.saida / "fluxos.jsonl", colheita.soak.fluxos)
     for erro in erros:
         nota(f"erro do harness: {erro}")
     violadas = relatorio.violadas(figuras)

@@ -9,26 +9,39 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
 
-from relatorios.models import Ocorrencia, RelatorioJob
+from relatorios.agendamentos import agenda, alertas
+from relatorios.models import (
+    Agendamento,
+    Entrega,
+    EstadoEntrega,
+    Ocorrencia,
+    RelatorioJob,
+)
+from relatorios.notificacoes.canais.email.transporte import message_id
 from relatorios.tipos.base import Contexto
-from tests import helpers, processos
+from tests import helpers, processos, sse
+from tests.agendamentos.test_entrega import disparada, pronto
 from tests.caos import falhas, invariantes, razao
-from tests.caos.amostras import Amostras
+from tests.caos.amostras import AcimaDoLimite, Amostras
 from tests.caos.carga import (
     AgendamentoDoSoak,
     Chamada,
     EventoDeAgendamento,
+    FluxoDoSoak,
     Soak,
 )
 from tests.caos.falhas import Registro
 from tests.caos.implantacao import Implantacao, TenantDoSoak
 from tests.caos.parametros import Parametros
+from tests.caos.receptores import CaixaIntermitente, Email
 
 # A plan (over the 48 s after the calm 12) with every fault
 # kind, two workers frozen past their lease (one for 13 s: a zombie the
@@ -316,6 +329,125 @@ def test_ocorrencia_faltando_pausada_ou_fora_do_cron_e_contada(
 
 
 @pytest.mark.processos
+def agendado_entregue_por_email(tenant: Any) -> tuple[Ocorrencia, list[Entrega]]:
+    """A fired schedule whose report is pronto, its email deliveries written."""
+    ocorrencia = disparada(tenant)
+    pronto(ocorrencia.job_id)
+    alertas.verificar()
+    return ocorrencia, list(Entrega.objects.filter(ocorrencia=ocorrencia))
+
+
+def test_link_servido_depois_de_excluido_o_agendamento_e_contado(
+    banco: str, tmp_path: Path
+) -> None:
+    ocorrencia, entregas = agendado_entregue_por_email(helpers.criar_tenant())
+    caminho = urlsplit(entregas[0].payload["data"]["download"]["url"]).path
+    agenda.excluir(agendamento_id=ocorrencia.agendamento_id)
+    excluido = Agendamento.objects.get(pk=ocorrencia.agendamento_id).excluido_em
+    assert excluido is not None
+    t = excluido.timestamp()
+    c = colheita(
+        tmp_path,
+        url=banco,
+        chamadas=[
+            Chamada("baixar", 1, "GET", caminho, t - 10, t - 9.9, 200),  # before
+            Chamada("baixar", 1, "GET", caminho, t + 0.5, t + 0.6, 200),  # racing it
+            Chamada("baixar", 1, "GET", caminho, t + 5, t + 5.1, 410),
+            Chamada("baixar", 2, "GET", caminho, t + 6, t + 6.1, 200),  # served!
+        ],
+    )
+
+    [servido] = invariantes.links_revogados(c)
+
+    assert servido.valor == 1
+    assert "(2 such downloads: 1× 200, 1× 410)" in servido.prova
+
+
+def test_emails_sao_casados_pelo_message_id_da_entrega(
+    banco: str, tmp_path: Path
+) -> None:
+    _, entregas = agendado_entregue_por_email(helpers.criar_tenant())
+    Entrega.objects.update(estado=EstadoEntrega.ENTREGUE, tentativas=1)
+    copiada, perdida = sorted(entregas, key=lambda e: e.destinatarios[0])
+    c = colheita(tmp_path, url=banco)
+    smtp = CaixaIntermitente()
+    smtp.parar()
+    c.impl.smtp = smtp
+
+    def email(destino: str, message_id: str) -> Email:
+        return Email(0.0, (destino,), "Relatório", message_id)
+
+    smtp.emails += [
+        email(copiada.destinatarios[0], message_id(copiada.mensagem_id)),
+        email(copiada.destinatarios[0], message_id(copiada.mensagem_id)),
+        email(perdida.destinatarios[0], "<outra@localhost>"),  # not its id
+    ]
+
+    perdidos, alem, estranhos, repetidos = invariantes.emails(c)
+
+    assert (perdidos.valor, alem.valor, estranhos.valor) == (1, 1, 1)
+    assert perdida.destinatarios[0] in perdidos.exemplos[0]
+    assert (repetidos.valor, repetidos.informativo) == (1, True)
+
+
+def test_entregas_acima_das_vagas_amostradas_sao_contadas(tmp_path: Path) -> None:
+    c = colheita(tmp_path)
+    c.amostras.entregas_acima.append(AcimaDoLimite(1.0, 7, 3))
+
+    [acima] = invariantes.entregas_nas_vagas(c)
+
+    assert (acima.valor, acima.exemplos) == (1, ["tenant 7: 3 entregas em voo"])
+
+
+def fluxo_visto(
+    tenant: int, de: float, ate: float, *eventos: Any, **campos: Any
+) -> Any:
+    """A stream the listener held, with the events it read."""
+    lido = sse.Fluxo(url="", cabecalhos={}, status=200)
+    lido.eventos = [sse.EventoRecebido(str(i), t, d) for i, t, d in eventos]
+    return FluxoDoSoak(tenant, de, campos.get("retomado_de"), lido, de, ate)
+
+
+def pronto_em(job_id: int, instante: datetime) -> tuple[str, str, dict[str, Any]]:
+    dados = {"id": job_id, "concluido_em": instante.isoformat()}
+    return ("job.pronto", "job.pronto", {"data": dados})
+
+
+def test_final_nao_visto_no_fluxo_aberto_e_ids_que_voltam_sao_contados(
+    banco: str, tmp_path: Path
+) -> None:
+    tenant = helpers.criar_tenant()
+    agora = datetime.now(UTC)
+    t = agora.timestamp()
+    visto, perdido, antes = (
+        RelatorioJob.objects.create(
+            chave=f"k{n}",
+            tenant=tenant,
+            tipo="vendas",
+            params={},
+            status="pronto",
+            concluido_em=agora + timedelta(seconds=s),
+        )
+        for n, s in enumerate((0, 30, -60))
+    )
+    c = colheita(tmp_path, url=banco)
+    (_, ev_visto, dados_visto) = pronto_em(visto.pk, visto.concluido_em)
+    c.soak.fluxos = [
+        fluxo_visto(tenant.pk, t - 10, t + 5, ("7", ev_visto, dados_visto)),
+        # Resumed after id 7: the job pronto at t + 30 should be on it.
+        fluxo_visto(
+            tenant.pk, t + 6, t + 60, ("5", "job.executando", {}), retomado_de="7"
+        ),
+    ]
+
+    perdidos, fora_de_ordem, lacunas = invariantes.eventos_ao_vivo(c)
+
+    assert (perdidos.valor, fora_de_ordem.valor, lacunas.valor) == (1, 1, 0)
+    assert f"job {perdido.pk} " in perdidos.exemplos[0]
+    assert antes.pk not in {visto.pk, perdido.pk}  # before any stream: not judged
+    assert "each of 2 jobs' final states" in perdidos.prova
+
+
 def test_sessenta_segundos_de_caos_mantem_todas_as_invariantes() -> None:
     saida = processos.RAIZ / "test-output" / "caos-ci"
     shutil.rmtree(saida, ignore_errors=True)

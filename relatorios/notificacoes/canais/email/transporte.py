@@ -55,6 +55,7 @@ class Email(Transporte):
                 email.texto,
                 settings.DEFAULT_FROM_EMAIL,
                 to=envio.destinatarios,
+                headers={"Message-ID": message_id(envio.mensagem_id)},
             )
             if email.html is not None:
                 mensagem.attach_alternative(email.html, "text/html")
@@ -67,6 +68,19 @@ class Email(Transporte):
                 ok=False, erro=trecho(f"{type(exc).__name__}: {exc}")
             )
         return ResultadoDoEnvio(ok=True)
+
+
+def message_id(mensagem_id: str) -> str:
+    """The delivery's `Message-ID`, the same on every attempt: an attempt
+    that the SMTP server accepted but that could not be recorded (a worker
+    killed, a connection dropped) sends again, and the copy carries the id
+    of the first, so a mail client (and the soak) can drop it, as a webhook
+    receiver does with `webhook-id`. The domain is the sender's, as RFC 5322
+    suggests; `mensagem_id` is unique per event and recipient."""
+    dominio = (
+        settings.DEFAULT_FROM_EMAIL.rpartition("@")[2].strip("<> ") or "relatorios"
+    )
+    return f"<{mensagem_id}@{dominio}>"
 
 
 def _anexo(payload: Mapping[str, Any]) -> arquivos.Guardado | None:
