@@ -126,7 +126,9 @@ MIDDLEWARE_SO_DO_NAVEGADOR = [
     "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
-MIDDLEWARE_DA_API = [m for m in MIDDLEWARE if m not in MIDDLEWARE_SO_DO_NAVEGADOR]
+# Token calls under /relatorios/ (relatorios/api/cadeia.py): the rest of the
+# list above, in its order, as one middleware.
+MIDDLEWARE_DA_API = ["relatorios.api.cadeia.MiddlewareDaApi"]
 
 # django-axes first: it refuses a locked-out login before the password is checked.
 AUTHENTICATION_BACKENDS = [
