@@ -6,6 +6,13 @@ request: ~3% of a status request's CPU (py-spy, B1 S3), for a header a
 client sends the same way every time. The answer depends only on that header
 and the renderers' classes, so it is computed once per pair; anything else
 (`?format=`, a format suffix) goes the ordinary way.
+
+The API's views render JSON only. For them the commonest requests (no
+`Accept`, `*/*`, `application/json`, no query string) have a fixed answer,
+JSON, given without reading DRF's header and query dicts (building
+`request.headers` and `request.query_params` was most of what was left of
+the negotiation's cost); every other `Accept` is decided as above, so a type
+the API does not render is still the documented 406.
 """
 
 from __future__ import annotations
@@ -15,8 +22,13 @@ from functools import lru_cache
 from typing import Any
 
 from rest_framework.negotiation import DefaultContentNegotiation
-from rest_framework.renderers import BaseRenderer
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
+
+
+# Accept values whose answer, when JSON is the first renderer, is JSON
+# (DRF's own choice: tests/api/test_negociacao.py compares them).
+_SEMPRE_JSON = frozenset({None, "*/*", "application/json"})
 
 
 class NegociacaoMemorizada(DefaultContentNegotiation):
@@ -26,9 +38,18 @@ class NegociacaoMemorizada(DefaultContentNegotiation):
         renderers: Iterable[BaseRenderer],
         format_suffix: str | None = None,
     ) -> tuple[BaseRenderer, str]:
+        lista = renderers if isinstance(renderers, list) else list(renderers)
+        meta = request.META
+        if (
+            not format_suffix
+            and meta.get("HTTP_ACCEPT") in _SEMPRE_JSON
+            and not meta.get("QUERY_STRING")
+            and lista
+            and type(lista[0]) is JSONRenderer
+        ):
+            return lista[0], JSONRenderer.media_type
         if format_suffix or self.settings.URL_FORMAT_OVERRIDE in request.query_params:
             return super().select_renderer(request, renderers, format_suffix)
-        lista = list(renderers)
         accept = request.headers.get("accept", "*/*")
         indice, tipo = _escolher(accept, tuple(type(r) for r in lista))
         return lista[indice], tipo

@@ -41,9 +41,11 @@ CONJUNTOS: list[list[type[BaseRenderer]]] = [
 ]
 
 
-def escolha(negociacao: Any, accept: str | None, classes: list[type]) -> Any:
+def escolha(
+    negociacao: Any, accept: str | None, classes: list[type], caminho: str
+) -> Any:
     cabecalhos = {} if accept is None else {"HTTP_ACCEPT": accept}
-    pedido = Request(APIRequestFactory().get("/relatorios/jobs/1", **cabecalhos))
+    pedido = Request(APIRequestFactory().get(caminho, **cabecalhos))
     renderers = [classe() for classe in classes]
     try:
         renderer, tipo = negociacao.select_renderer(pedido, renderers)
@@ -52,13 +54,21 @@ def escolha(negociacao: Any, accept: str | None, classes: list[type]) -> Any:
     return renderers.index(renderer), tipo
 
 
-@pytest.mark.parametrize("classes", CONJUNTOS)
+@pytest.mark.parametrize(
+    "caminho",
+    ["/relatorios/jobs/1", "/relatorios/jobs/1?format=json", "/relatorios/jobs/1?x=1"],
+)
+@pytest.mark.parametrize("classes", CONJUNTOS + [[JSONRenderer, OpenApiJsonRenderer]])
 @pytest.mark.parametrize("accept", ACCEPTS)
-def test_escolhe_o_mesmo_que_o_drf(accept: str | None, classes: list[type]) -> None:
-    esperado = escolha(DefaultContentNegotiation(), accept, classes)
+def test_escolhe_o_mesmo_que_o_drf(
+    accept: str | None, classes: list[type], caminho: str
+) -> None:
+    """Fixed (JSON first, a common Accept), remembered or DRF's own path:
+    always DRF's choice, 406 included."""
+    esperado = escolha(DefaultContentNegotiation(), accept, classes, caminho)
     # Twice: the first computes, the second is remembered.
-    assert escolha(NegociacaoMemorizada(), accept, classes) == esperado
-    assert escolha(NegociacaoMemorizada(), accept, classes) == esperado
+    assert escolha(NegociacaoMemorizada(), accept, classes, caminho) == esperado
+    assert escolha(NegociacaoMemorizada(), accept, classes, caminho) == esperado
 
 
 @pytest.mark.django_db
