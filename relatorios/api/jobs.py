@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from relatorios.api import esquema
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.limites import ContaNaConsulta, contagem_do_pedido
-from relatorios.api.permissoes import tenant_do_pedido
+from relatorios.api.permissoes import SoUsuarioDeTenant, tenant_do_pedido
 from relatorios.api.serializers import (
     corpo_aceito,
     corpo_em_andamento,
@@ -49,7 +49,7 @@ def local_do_job(job_id: int) -> str:
     return f"/relatorios/jobs/{job_id}"
 
 
-class SubmeterRelatorio(ContaNaConsulta, APIView):
+class SubmeterRelatorio(SoUsuarioDeTenant, ContaNaConsulta, APIView):
     """POST /relatorios/<tipo>: 202 and a job id, or 200 with a valid result."""
 
     # Documented once per registered type (relatorios/api/esquema/).
@@ -99,7 +99,7 @@ def _separar_notificacao(request: Request) -> tuple[Any, str | None]:
 TOKEN_OU_SESSAO = [TokenComCache, SessionAuthentication]
 
 
-class StatusDoJob(ContaNaConsulta, APIView):
+class StatusDoJob(SoUsuarioDeTenant, ContaNaConsulta, APIView):
     """GET /relatorios/jobs/<id>: the job's state, scoped to the caller's tenant."""
 
     authentication_classes = TOKEN_OU_SESSAO
