@@ -57,12 +57,13 @@ class Medida:
 
 
 def executar(ctx: Contexto) -> None:
-    from relatorios.api.cadeia import HandlerWsgi
+    from relatorios.api.cadeia import HandlerWsgi, sinais_do_servidor
 
     tenant = ctx.tenants()[0]
     # config.wsgi's handler (token calls take the API's middleware chain);
     # importing config.wsgi would set up Django (logging) again.
     app = HandlerWsgi()
+    sinais_do_servidor()  # as config/wsgi.py
     repeticoes = 200 if ctx.rapido else 2000
 
     def pedir(

@@ -92,10 +92,11 @@ def _filho(n: int, aquecimento: int, casos: list[str]) -> None:
 
     django.setup()
     from bench.b2_consultas import _chamar
-    from relatorios.api.cadeia import HandlerWsgi
+    from relatorios.api.cadeia import HandlerWsgi, sinais_do_servidor
 
     token = os.environ["BENCH_INSTRUCOES_TOKEN"]
     app = HandlerWsgi()
+    sinais_do_servidor()  # as config/wsgi.py
     contador = iter(range(10**6))
 
     def novo() -> int:
