@@ -373,7 +373,8 @@ REST_FRAMEWORK = {
     ],
     # Strict UTF-8 JSON, bounded: hostile bodies are 400s (relatorios/api/entrada.py).
     "DEFAULT_PARSER_CLASSES": ["relatorios.api.entrada.JSONEstrito"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's JSONRenderer with its encoder built once (relatorios/api/negociacao.py).
+    "DEFAULT_RENDERER_CLASSES": ["relatorios.api.negociacao.JSONDeSaida"],
     # DRF's choice, remembered per Accept header (relatorios/api/negociacao.py).
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": (
         "relatorios.api.negociacao.NegociacaoMemorizada"

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
+from rest_framework.utils import encoders
+from rest_framework.compat import LONG_SEPARATORS, SHORT_SEPARATORS
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -45,7 +47,8 @@ class NegociacaoMemorizada(DefaultContentNegotiation):
             and meta.get("HTTP_ACCEPT") in _SEMPRE_JSON
             and not meta.get("QUERY_STRING")
             and lista
-            and type(lista[0]) is JSONRenderer
+            and isinstance(lista[0], JSONRenderer)
+            and lista[0].media_type == JSONRenderer.media_type
         ):
             return lista[0], JSONRenderer.media_type
         if format_suffix or self.settings.URL_FORMAT_OVERRIDE in request.query_params:
@@ -72,3 +75,36 @@ class _SoAccept:
     def __init__(self, accept: str) -> None:
         self.headers = {"accept": accept}
         self.query_params: dict[str, str] = {}
+
+
+class JSONDeSaida(JSONRenderer):
+    """DRF's JSONRenderer with its encoder built once.
+
+    `json.dumps(..., cls=...)` builds an encoder for every response; the
+    same settings give the same encoder, so one instance (stateless between
+    calls) renders every plain-JSON answer. An `indent` (from the Accept
+    header or the browsable API's context) goes DRF's way.
+    """
+
+    codificador = encoders.JSONEncoder(
+        ensure_ascii=JSONRenderer.ensure_ascii,
+        allow_nan=not JSONRenderer.strict,
+        separators=SHORT_SEPARATORS if JSONRenderer.compact else LONG_SEPARATORS,
+    )
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: Any = None,
+    ) -> bytes:
+        if data is None:
+            return b""
+        if accepted_media_type in (None, self.media_type) and not (
+            renderer_context or {}
+        ).get("indent"):
+            texto = self.codificador.encode(data)
+            # DRF's escaping: the output stays a strict JavaScript subset.
+            texto = texto.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+            return texto.encode()
+        return bytes(super().render(data, accepted_media_type, renderer_context))

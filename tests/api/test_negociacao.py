@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRen
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from relatorios.api.negociacao import NegociacaoMemorizada
+from relatorios.api.negociacao import JSONDeSaida, NegociacaoMemorizada
 from relatorios.models import Tenant
 from tests import helpers
 from tests.processos import RAIZ
@@ -105,3 +107,29 @@ def test_o_contrato_lista_o_406_de_cada_operacao_que_o_responde(
     assert respondem == documentam
     assert ("post", "/relatorios/vendas") in respondem
     assert ("get", "/relatorios/jobs/{job_id}/resultado.csv") not in respondem
+
+
+@pytest.mark.parametrize(
+    "dados",
+    [
+        {"erro": "não", "campo": "fim"},
+        {"texto": "a\u2028b\u2029c", "v": Decimal("1.10"), "d": [1, 2.5, None, True]},
+        {"quando": datetime(2026, 1, 5, 12, 30, tzinfo=UTC), "id": 7},
+        [],
+        "só texto",
+        None,
+    ],
+)
+@pytest.mark.parametrize(
+    ("aceito", "contexto"),
+    [
+        (None, None),
+        ("application/json", {}),
+        ("application/json; indent=4", {}),
+        ("application/json", {"indent": 2}),
+    ],
+)
+def test_json_de_saida_igual_ao_do_drf(dados: Any, aceito: Any, contexto: Any) -> None:
+    assert JSONDeSaida().render(dados, aceito, contexto) == JSONRenderer().render(
+        dados, aceito, contexto
+    )
