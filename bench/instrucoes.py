@@ -30,7 +30,6 @@ import time
 from collections.abc import Callable
 from datetime import date, timedelta
 from pathlib import Path
-from typing import Any
 
 CASOS = ("status", "dedup", "novo")
 NOMES = {"status": "status GET", "dedup": "dedup hit", "novo": "new submit"}
@@ -114,7 +113,9 @@ def _filho(n: int, aquecimento: int, casos: list[str]) -> None:
 
     job_id = RelatorioJob.objects.order_by("-id").only("id").first().id  # type: ignore[union-attr]
     fazer: dict[str, Callable[[], int]] = {
-        "status": lambda: _chamar(app, "GET", f"/relatorios/jobs/{job_id}", token, None),
+        "status": lambda: _chamar(
+            app, "GET", f"/relatorios/jobs/{job_id}", token, None
+        ),
         "dedup": lambda: _chamar(app, "POST", "/relatorios/vendas", token, _FILTRO),
         "novo": novo,
     }

@@ -29,7 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -142,8 +142,8 @@ def _consulta() -> str:
     """The token-and-user statement, built once from the models' metadata."""
     if _CONSULTAS:
         return _CONSULTAS[0]
-    modelo_token = TokenComCache().get_model()
-    modelo_usuario = get_user_model()
+    modelo_token: Any = TokenComCache().get_model()
+    modelo_usuario: Any = get_user_model()
     colunas = ", ".join(
         f'u."{modelo_usuario._meta.get_field(campo).column}"'
         for campo in _CAMPOS_DO_USUARIO

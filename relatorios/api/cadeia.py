@@ -129,7 +129,7 @@ class MiddlewareDaApi:
         "relatorios.operacao.conflitos.ConflitoEntreTransacoes",
     )
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]):
+    def __init__(self, get_response: Callable[[HttpRequest], Any]):
         self.get_response = get_response
         self.metricas = Metrics.get_instance()
         # Only their public hooks are called; never their __call__.
@@ -150,12 +150,12 @@ class MiddlewareDaApi:
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
         inicio = Time()
-        resposta = self._seguro(request)
+        resposta: Any = self._seguro(request)
         contar_resposta(self.metricas, request, resposta, inicio)
         return resposta
 
     def _com_seguranca(self, request: HttpRequest) -> HttpResponseBase:
-        resposta = self.seguranca.process_request(request)
+        resposta: Any = self.seguranca.process_request(request)
         if resposta is None:
             valor = logs.request_id_valido(request.headers.get(logs.CABECALHO))
             token = logs.definir_request_id(valor)
@@ -164,10 +164,11 @@ class MiddlewareDaApi:
             finally:
                 logs.restaurar_request_id(token)
             resposta[logs.CABECALHO] = valor
-        return self.seguranca.process_response(request, resposta)
+        final: HttpResponseBase = self.seguranca.process_response(request, resposta)
+        return final
 
-    def _por_dentro(self, request: HttpRequest) -> HttpResponseBase:
-        resposta = self.comum.process_request(request)
+    def _por_dentro(self, request: HttpRequest) -> Any:
+        resposta: Any = self.comum.process_request(request)
         if resposta is None:
             resposta = self.get_response(request)
         resposta = self.quadros.process_response(request, resposta)
@@ -180,7 +181,5 @@ class MiddlewareDaApi:
         the full chain's innermost-first order has it)."""
         resposta = self.conflito.process_exception(request, exception)
         if resposta is None:
-            self.metricas.exceptions_by_type.labels(
-                type=type(exception).__name__
-            ).inc()
+            self.metricas.exceptions_by_type.labels(type=type(exception).__name__).inc()
         return resposta

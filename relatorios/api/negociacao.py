@@ -21,12 +21,11 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
 
-from rest_framework.utils import encoders
 from rest_framework.compat import LONG_SEPARATORS, SHORT_SEPARATORS
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
-
+from rest_framework.utils import encoders
 
 # Accept values whose answer, when JSON is the first renderer, is JSON
 # (DRF's own choice: tests/api/test_negociacao.py compares them).

@@ -19,6 +19,7 @@ from rest_framework import serializers
 from rest_framework.fields import SkipField
 from rest_framework.relations import PKOnlyObject
 
+
 class SerializerDeSaida(serializers.Serializer):
     """An output-only serializer whose fields are bound once per class (the
     schedules' and alerts' bodies: relatorios/api/agendamentos.py).
@@ -52,7 +53,7 @@ class SerializerDeSaida(serializers.Serializer):
             except SkipField:
                 continue
             vazio = valor.pk if isinstance(valor, PKOnlyObject) else valor
-            corpo[campo.field_name] = (
+            corpo[str(campo.field_name)] = (
                 None if vazio is None else campo.to_representation(valor)
             )
         return corpo

@@ -124,7 +124,12 @@ def test_chamadas_por_token_respondem_igual_pela_cadeia_curta(tenant: Tenant) ->
         ("GET", f"/relatorios/jobs/{job_id}?" + "&".join(["a=1"] * 1001), b"", auth),
         ("POST", "/relatorios/vendas", corpo, {**auth, "CONTENT_LENGTH": "9" * 12}),
         ("POST", "/relatorios/vendas", corpo, {**auth, "CONTENT_LENGTH": "-3"}),
-        ("GET", f"/relatorios/jobs/{job_id}", b"", {**auth, "HTTP_HOST": "mau.example"}),
+        (
+            "GET",
+            f"/relatorios/jobs/{job_id}",
+            b"",
+            {**auth, "HTTP_HOST": "mau.example"},
+        ),
         ("GET", "/relatorios/jobs/1/nada", b"", auth),
     ]
     for metodo, caminho, dados, cabecalhos in casos:

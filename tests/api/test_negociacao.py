@@ -60,7 +60,7 @@ def escolha(
     "caminho",
     ["/relatorios/jobs/1", "/relatorios/jobs/1?format=json", "/relatorios/jobs/1?x=1"],
 )
-@pytest.mark.parametrize("classes", CONJUNTOS + [[JSONRenderer, OpenApiJsonRenderer]])
+@pytest.mark.parametrize("classes", [*CONJUNTOS, [JSONRenderer, OpenApiJsonRenderer]])
 @pytest.mark.parametrize("accept", ACCEPTS)
 def test_escolhe_o_mesmo_que_o_drf(
     accept: str | None, classes: list[type], caminho: str
