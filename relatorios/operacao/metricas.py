@@ -516,10 +516,26 @@ def contar_resposta(
     and its latency since `inicio` (a `Time()`), if given."""
     metodo = metodo_do_pedido(request)
     view = nome_da_view(request)
-    metricas.responses_by_status_view_method.labels(
-        status=str(response.status_code), view=view, method=metodo
-    ).inc()
+    respostas = metricas.responses_by_status_view_method
+    chave: tuple[Any, ...] = (respostas, response.status_code, view, metodo)
+    filho = _filhos.get(chave)
+    if filho is None:
+        filho = respostas.labels(
+            status=str(response.status_code), view=view, method=metodo
+        )
+        _filhos[chave] = filho
+    filho.inc()
     if inicio is not None:
-        metricas.requests_latency_by_view_method.labels(
-            view=view, method=metodo
-        ).observe(TimeSince(inicio))
+        latencia = metricas.requests_latency_by_view_method
+        chave = (latencia, view, metodo)
+        filho = _filhos.get(chave)
+        if filho is None:
+            filho = _filhos[chave] = latencia.labels(view=view, method=metodo)
+        filho.observe(TimeSince(inicio))
+
+
+# (metric, label values...) -> its labelled child: `labels()` validates and
+# looks the values up under a lock on every call; the values are bounded
+# (status codes x named views x nine methods), so the children are kept.
+# Keyed by the metric object too, so a re-registered metric gets new ones.
+_filhos: dict[tuple[Any, ...], Any] = {}
