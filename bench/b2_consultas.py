@@ -57,12 +57,13 @@ class Medida:
 
 
 def executar(ctx: Contexto) -> None:
-    from relatorios.api.cadeia import HandlerWsgi
+    from relatorios.api.cadeia import HandlerWsgi, sinais_do_servidor
 
     tenant = ctx.tenants()[0]
     # config.wsgi's handler (token calls take the API's middleware chain);
     # importing config.wsgi would set up Django (logging) again.
     app = HandlerWsgi()
+    sinais_do_servidor()  # as config/wsgi.py
     repeticoes = 200 if ctx.rapido else 2000
 
     def pedir(
@@ -72,6 +73,13 @@ def executar(ctx: Contexto) -> None:
             return _medir(app, metodo, caminho, tenant.token, corpo)
         status = _chamar(app, metodo, caminho, tenant.token, corpo)
         return Medida(status=status, voltas=0, sentencas=[])
+
+    # Instructions per request first, in a child under callgrind with its own
+    # filters (bench/instrucoes.py): the figure the neighbours cannot move.
+    from bench.instrucoes import medir
+
+    instrucoes = medir(tenant.token, n=100 if ctx.rapido else 400)
+    por_nome = {"dedup hit": "dedup", "new submit": "novo", "status GET": "status"}
 
     filtro = {"inicio": "2027-03-01", "fim": "2027-03-31", "agrupar": "dia"}
     # The first request of this token in this process: a cold cache, if any.
@@ -103,13 +111,15 @@ def executar(ctx: Contexto) -> None:
         if medida.status != esperado:
             raise RuntimeError(f"B2 {nome}: HTTP {medida.status}, not {esperado}")
         custo = _custo(functools.partial(fazer, False), repeticoes)
-        _imprimir(f"B2 {nome}", medida, custo)
+        _imprimir(f"B2 {nome}", medida, custo, instrucoes[por_nome[nome]])
     _imprimir("B2 new submit, cold", fria, None)
     nota(
         "B2 cold: the first request of a token in a process (auth cache empty); "
         f"cpu: mean per request over {repeticoes} in-process requests (no HTTP "
         "server), this process and its PostgreSQL backend, with the settings' "
-        "defaults (no prepared statements: only the web's workers prepare, B1)"
+        "defaults (no prepared statements: only the web's workers prepare, B1); "
+        "instr: instructions per request under callgrind, in-process, prepared "
+        "statements on as in the web (bench/instrucoes.py)"
     )
 
 
@@ -128,7 +138,12 @@ def _custo(fazer: Callable[[], Any], n: int) -> tuple[float, float]:
     return 1000 * (t1 - t0) / n, 1000 * (pg1 - pg0) / TICKS_POR_S / n
 
 
-def _imprimir(figura: str, medida: Medida, custo: tuple[float, float] | None) -> None:
+def _imprimir(
+    figura: str,
+    medida: Medida,
+    custo: tuple[float, float] | None,
+    instrucoes: float | None = None,
+) -> None:
     cat = medida.por_categoria()
     detalhe = " + ".join(f"{nome} {n}" for nome, n in cat.items() if n)
     cpu = (
@@ -136,9 +151,11 @@ def _imprimir(figura: str, medida: Medida, custo: tuple[float, float] | None) ->
         if custo
         else ""
     )
+    instr = f"instr/req {instrucoes / 1e6:.3f}M; " if instrucoes else ""
     linha(
         figura,
-        cpu
+        instr
+        + cpu
         + f"{medida.voltas} round trips ({detalhe})"
         + (f", {medida.preparadas} prepared" if medida.preparadas else "")
         + "; app SQL: "

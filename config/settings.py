@@ -127,7 +127,9 @@ MIDDLEWARE_SO_DO_NAVEGADOR = [
     "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
-MIDDLEWARE_DA_API = [m for m in MIDDLEWARE if m not in MIDDLEWARE_SO_DO_NAVEGADOR]
+# Token calls under /relatorios/ (relatorios/api/cadeia.py): the rest of the
+# list above, in its order, as one middleware.
+MIDDLEWARE_DA_API = ["relatorios.api.cadeia.MiddlewareDaApi"]
 
 # django-axes first: it refuses a locked-out login before the password is checked.
 AUTHENTICATION_BACKENDS = [
@@ -372,7 +374,8 @@ REST_FRAMEWORK = {
     ],
     # Strict UTF-8 JSON, bounded: hostile bodies are 400s (relatorios/api/entrada.py).
     "DEFAULT_PARSER_CLASSES": ["relatorios.api.entrada.JSONEstrito"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's JSONRenderer with its encoder built once (relatorios/api/negociacao.py).
+    "DEFAULT_RENDERER_CLASSES": ["relatorios.api.negociacao.JSONDeSaida"],
     # DRF's choice, remembered per Accept header (relatorios/api/negociacao.py).
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": (
         "relatorios.api.negociacao.NegociacaoMemorizada"

@@ -29,6 +29,9 @@ class IdDeJob:
 register_converter(IdDeJob, "job")
 
 urlpatterns = [
+    # The API first: its calls are most of the traffic, and none of its paths
+    # (all under relatorios/) is one of the others'.
+    path("", include("relatorios.api.urls")),
     path("admin/", admin.site.urls),
     # For an external monitor: no auth, outside /relatorios/
     # (relatorios/operacao/saude.py).
@@ -58,7 +61,6 @@ urlpatterns = [
     ),
     # For Prometheus: configured networks or a bearer token (operacao/exposicao.py).
     path("metrics", exposicao.exportar, name="metricas"),
-    path("", include("relatorios.api.urls")),
     path("", include("relatorios.paginas.urls")),
 ]
 

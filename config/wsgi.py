@@ -12,9 +12,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 # middleware chain for token calls (relatorios/api/cadeia.py).
 django.setup(set_prefix=False)
 
-from relatorios.api.cadeia import HandlerWsgi  # noqa: E402 (needs the apps loaded)
+from relatorios.api.cadeia import (  # noqa: E402 (needs the apps loaded)
+    HandlerWsgi,
+    sinais_do_servidor,
+)
 
 application = HandlerWsgi()
+sinais_do_servidor()
 
 # The same refusal as config/servidor.py's before its workers, for a server started
 # without that file: a worker that cannot serve fails to boot, loudly.

@@ -12,18 +12,24 @@ process that has it cached for at most RELATORIOS_CACHE_TOKEN_S seconds
 (default 5; 0 turns the cache off). Only successes are cached: an unknown
 key is looked up every time, so a token created a moment ago works at once.
 
-A miss is one raw statement (token joined to its user, instances built by the
-models' own `from_db`), not DRF's ORM query: with 200 tenants over three
-workers and a 5 s validity about half the requests of the bench's mix miss,
-and building and compiling that query was a fifth of their samples.
+A miss is one raw statement (token joined to its user), not DRF's ORM query:
+with 200 tenants over three workers and a 5 s validity about half the
+requests of the bench's mix miss, and building and compiling that query was a
+fifth of their samples.
+
+What the cache holds, and what `request.user` is, is a `Chamador`: the few
+fields of the user the API reads (id, tenant, e-mail...), frozen. No view,
+permission or log line of the API needs a model instance, and building two
+(then copying them for every request, so concurrent requests could never
+share one) was ~30% of what a status read cost beyond a bare DRF view.
 """
 
 from __future__ import annotations
 
-import copy
 import time
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -41,88 +47,117 @@ MAX_ENTRADAS = 10_000
 # stretch an entry's life.
 relogio: Callable[[], float] = time.monotonic
 
-# key -> (valid until, user, token). A dict read or write is atomic under the
+
+@dataclass(frozen=True, slots=True)
+class Chamador:
+    """The user of a token call, as the API sees it: immutable, so one
+    instance serves every request of its token (and threads may share it).
+
+    It answers what DRF and the API ask of `request.user` (`pk`,
+    `is_authenticated`, `tenant_id`, `email`...); it is not a model
+    instance, and nothing of the API saves or relates it.
+    """
+
+    id: int
+    tenant_id: int | None
+    username: str
+    email: str
+    is_active: bool
+    is_staff: bool
+    is_superuser: bool
+
+    is_authenticated: ClassVar[bool] = True
+    is_anonymous: ClassVar[bool] = False
+
+    @property
+    def pk(self) -> int:
+        return self.id
+
+    def get_username(self) -> str:
+        return self.username
+
+    def __str__(self) -> str:
+        return self.username
+
+
+# The user's columns a Chamador takes, in its fields' order.
+_CAMPOS_DO_USUARIO = (
+    "id",
+    "tenant_id",
+    "username",
+    "email",
+    "is_active",
+    "is_staff",
+    "is_superuser",
+)
+
+# key -> (valid until, caller). A dict read or write is atomic under the
 # GIL; two threads missing the same key at once both query and one wins,
 # which is harmless.
-_cache: dict[str, tuple[float, Any, Any]] = {}
+_cache: dict[str, tuple[float, Chamador]] = {}
 
 
 class TokenComCache(TokenAuthentication):
-    """TokenAuthentication that remembers a valid token for a few seconds."""
+    """TokenAuthentication that remembers a valid token for a few seconds.
 
-    def authenticate_credentials(self, key: str) -> tuple[Any, Any]:
+    `request.user` is the token's `Chamador`; `request.auth` its key.
+    """
+
+    def authenticate_credentials(self, key: str) -> tuple[Chamador, str]:
         validade_s = float(settings.RELATORIOS_CACHE_TOKEN_S)
         if validade_s <= 0:
-            return self._ler(key)
+            return ler_chamador(key), key
         agora = relogio()
         entrada = _cache.get(key)
         if entrada is not None and entrada[0] > agora:
-            _, usuario, token = entrada
-        else:
-            # Raises AuthenticationFailed for an unknown key or inactive user:
-            # nothing is cached then.
-            usuario, token = self._ler(key)
-            if len(_cache) >= MAX_ENTRADAS:
-                _podar(agora)
-            _cache[key] = (agora + validade_s, usuario, token)
-        # Each request gets its own copies: concurrent requests never share
-        # (and could never change) the same model instances.
-        usuario = copy.copy(usuario)
-        token = copy.copy(token)
-        token.user = usuario
-        return usuario, token
-
-    def _ler(self, key: str) -> tuple[Any, Any]:
-        """DRF's `authenticate_credentials` (same checks, same errors) in one
-        raw statement."""
-        sql, n_token = _consulta(self.get_model())
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [key])
-            linha = cursor.fetchone()
-        if linha is None:
-            raise exceptions.AuthenticationFailed(gettext_lazy("Invalid token."))
-        modelo_token = self.get_model()
-        token: Any = modelo_token.from_db(
-            connection.alias, _CAMPOS[modelo_token], linha[:n_token]
-        )
-        modelo_usuario = get_user_model()
-        usuario = modelo_usuario.from_db(
-            connection.alias, _CAMPOS[modelo_usuario], linha[n_token:]
-        )
-        if not usuario.is_active:
-            mensagem = gettext_lazy("User inactive or deleted.")
-            raise exceptions.AuthenticationFailed(mensagem)
-        token.user = usuario
-        return usuario, token
+            return entrada[1], key
+        # Raises AuthenticationFailed for an unknown key or inactive user:
+        # nothing is cached then.
+        chamador = ler_chamador(key)
+        if len(_cache) >= MAX_ENTRADAS:
+            _podar(agora)
+        _cache[key] = (agora + validade_s, chamador)
+        return chamador, key
 
 
-# model -> its concrete fields' attnames, in column order (what from_db takes).
-_CAMPOS: dict[Any, list[str]] = {}
-_CONSULTAS: dict[Any, tuple[str, int]] = {}
+def ler_chamador(key: str) -> Chamador:
+    """DRF's `authenticate_credentials` (same checks, same errors) in one raw
+    statement."""
+    with connection.cursor() as cursor:
+        cursor.execute(_consulta(), [key])
+        linha = cursor.fetchone()
+    if linha is None:
+        raise exceptions.AuthenticationFailed(gettext_lazy("Invalid token."))
+    chamador = Chamador(*linha)
+    if not chamador.is_active:
+        mensagem = gettext_lazy("User inactive or deleted.")
+        raise exceptions.AuthenticationFailed(mensagem)
+    return chamador
 
 
-def _consulta(modelo_token: Any) -> tuple[str, int]:
+_CONSULTAS: list[str] = []
+
+
+def _consulta() -> str:
     """The token-and-user statement, built once from the models' metadata."""
-    pronta = _CONSULTAS.get(modelo_token)
-    if pronta is not None:
-        return pronta
-    modelo_usuario = get_user_model()
-    colunas = []
-    for modelo, apelido in ((modelo_token, "t"), (modelo_usuario, "u")):
-        campos = modelo._meta.concrete_fields
-        _CAMPOS[modelo] = [campo.attname for campo in campos]
-        colunas += [f'{apelido}."{campo.column}"' for campo in campos]
+    if _CONSULTAS:
+        return _CONSULTAS[0]
+    modelo_token: Any = TokenComCache().get_model()
+    modelo_usuario: Any = get_user_model()
+    colunas = ", ".join(
+        f'u."{modelo_usuario._meta.get_field(campo).column}"'
+        for campo in _CAMPOS_DO_USUARIO
+    )
     token_fk = modelo_token._meta.get_field("user").column
     sql = (
-        f"SELECT {', '.join(colunas)}"
+        f"SELECT {colunas}"
         f' FROM "{modelo_token._meta.db_table}" t'
         f' JOIN "{modelo_usuario._meta.db_table}" u'
         f' ON u."{modelo_usuario._meta.pk.column}" = t."{token_fk}"'
         ' WHERE t."key" = %s'
     )
-    pronta = (sql, len(modelo_token._meta.concrete_fields))
-    _CONSULTAS[modelo_token] = pronta
-    return pronta
+    _CONSULTAS.append(sql)
+    return sql
 
 
 def esquecer_tudo() -> None:
@@ -131,7 +166,7 @@ def esquecer_tudo() -> None:
 
 
 def _podar(agora: float) -> None:
-    for chave, (ate, _, _) in list(_cache.items()):
+    for chave, (ate, _) in list(_cache.items()):
         if ate <= agora:
             _cache.pop(chave, None)
     if len(_cache) >= MAX_ENTRADAS:

@@ -12,19 +12,40 @@ So the WSGI handler builds a second chain, `settings.MIDDLEWARE_DA_API`, and
 picks it by path and header. Everything else — the pages, the admin, the
 manager's page polling the status with its session, a call with no or
 another kind of credentials — takes the full chain, as before.
+
+That chain is one middleware, `MiddlewareDaApi`: what the seven the API kept
+(metrics, security headers, request id, body limit, the NUL/surrogate
+refusal, CommonMiddleware's host check and Content-Length, X-Frame-Options,
+the deadlock 409) did, in their order, in one call. Each layer Django stacks
+costs its own wrapper and `MiddlewareMixin` dispatch; one layer instead of
+seven was ~5% of a status read's instructions. Django's own middlewares are
+used through their public hooks (`process_request`/`process_response`), so
+their settings (SECURE_*, ALLOWED_HOSTS, X_FRAME_OPTIONS) keep applying.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.core.handlers.base import BaseHandler
+from django.core.handlers.exception import convert_exception_to_response
 from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_started
+from django.db import close_old_connections, reset_queries
 from django.http import HttpRequest, HttpResponseBase
+from django.middleware.clickjacking import XFrameOptionsMiddleware
+from django.middleware.common import CommonMiddleware
+from django.middleware.security import SecurityMiddleware
+from django_prometheus.middleware import Metrics
+from django_prometheus.utils import Time
 from rest_framework.authentication import get_authorization_header
 
-from relatorios.api.entrada import e_da_api
+from relatorios.api.entrada import LimiteDoCorpo, TextoImpossivel, e_da_api
+from relatorios.operacao import logs
+from relatorios.operacao.conflitos import ConflitoEntreTransacoes
+from relatorios.operacao.metricas import contar_resposta
 
 
 class HandlerWsgi(WSGIHandler):
@@ -38,6 +59,28 @@ class HandlerWsgi(WSGIHandler):
         if por_token(request):
             return self.cadeia_da_api.get_response(request)
         return super().get_response(request)
+
+
+def sinais_do_servidor() -> None:
+    """Drops two request_started receivers that are pure cost in the web
+    server (config/wsgi.py; ~5% of a status read's instructions):
+
+    - `reset_queries`: it empties the query log that only DEBUG (or a
+      CaptureQueriesContext, which manages its own) fills;
+    - `close_old_connections` at the start: it runs again when the request
+      finishes (kept: an aged, broken or mid-transaction connection is closed
+      there, and the next first query health-checks it). All it adds at the
+      start is closing a connection that aged while idle, and with
+      CONN_HEALTH_CHECKS on, a dead one is replaced at first use anyway. So
+      it is kept unless every database has health checks on.
+
+    tests/api/test_sinais.py checks reuse, a backend killed between requests
+    and an aged connection through the real handler.
+    """
+    if not settings.DEBUG:
+        request_started.disconnect(reset_queries)
+    if all(b.get("CONN_HEALTH_CHECKS") for b in settings.DATABASES.values()):
+        request_started.disconnect(close_old_connections)
 
 
 def por_token(request: HttpRequest) -> bool:
@@ -62,3 +105,81 @@ class _CadeiaDaApi(BaseHandler):
             self.load_middleware()
         finally:
             settings.MIDDLEWARE = completa
+
+
+class MiddlewareDaApi:
+    """The API chain's one middleware: the seven it replaces, in their order.
+
+    MetricasHttp > SecurityMiddleware > RequestIdMiddleware > LimiteDoCorpo >
+    TextoImpossivel > CommonMiddleware > XFrameOptionsMiddleware >
+    ConflitoEntreTransacoes (settings.MIDDLEWARE's order, browser-only ones
+    left out). tests/api/test_cadeia.py compares its answers with the full
+    chain's, header by header, and that these are still the full chain
+    without the browser's middlewares.
+    """
+
+    SUBSTITUI = (
+        "relatorios.operacao.metricas.MetricasHttp",
+        "django.middleware.security.SecurityMiddleware",
+        "relatorios.operacao.logs.RequestIdMiddleware",
+        "relatorios.api.entrada.LimiteDoCorpo",
+        "relatorios.api.entrada.TextoImpossivel",
+        "django.middleware.common.CommonMiddleware",
+        "django.middleware.clickjacking.XFrameOptionsMiddleware",
+        "relatorios.operacao.conflitos.ConflitoEntreTransacoes",
+    )
+
+    def __init__(self, get_response: Callable[[HttpRequest], Any]):
+        self.get_response = get_response
+        self.metricas = Metrics.get_instance()
+        # Only their public hooks are called; never their __call__.
+        self.seguranca = SecurityMiddleware(get_response)
+        self.comum = CommonMiddleware(get_response)
+        self.quadros = XFrameOptionsMiddleware(get_response)
+        self.conflito = ConflitoEntreTransacoes(get_response)
+        # Django turns an exception into a response at each layer it stacks;
+        # here at the same two depths as in the full chain: what Security's
+        # request hook raises (a bad Host when redirecting to HTTPS) still
+        # gets counted, and what the guards and CommonMiddleware raise (a bad
+        # Host, too many query fields) still gets the request id and the
+        # security headers. The guards answer their refusals themselves.
+        self._seguro = convert_exception_to_response(self._com_seguranca)
+        self._guardado = convert_exception_to_response(
+            LimiteDoCorpo(TextoImpossivel(self._por_dentro))
+        )
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        inicio = Time()
+        resposta: Any = self._seguro(request)
+        contar_resposta(self.metricas, request, resposta, inicio)
+        return resposta
+
+    def _com_seguranca(self, request: HttpRequest) -> HttpResponseBase:
+        resposta: Any = self.seguranca.process_request(request)
+        if resposta is None:
+            valor = logs.request_id_valido(request.headers.get(logs.CABECALHO))
+            token = logs.definir_request_id(valor)
+            try:
+                resposta = self._guardado(request)
+            finally:
+                logs.restaurar_request_id(token)
+            resposta[logs.CABECALHO] = valor
+        final: HttpResponseBase = self.seguranca.process_response(request, resposta)
+        return final
+
+    def _por_dentro(self, request: HttpRequest) -> Any:
+        resposta: Any = self.comum.process_request(request)
+        if resposta is None:
+            resposta = self.get_response(request)
+        resposta = self.quadros.process_response(request, resposta)
+        return self.comum.process_response(request, resposta)
+
+    def process_exception(
+        self, request: HttpRequest, exception: Exception
+    ) -> HttpResponseBase | None:
+        """A view's exception: the deadlock 409, else counted by type (as
+        the full chain's innermost-first order has it)."""
+        resposta = self.conflito.process_exception(request, exception)
+        if resposta is None:
+            self.metricas.exceptions_by_type.labels(type=type(exception).__name__).inc()
+        return resposta

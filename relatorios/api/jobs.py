@@ -19,12 +19,12 @@ from relatorios.agendamentos import aberturas
 from relatorios.api import esquema
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.limites import ContaNaConsulta, contagem_do_pedido
-from relatorios.api.permissoes import tenant_do_pedido
+from relatorios.api.permissoes import SoUsuarioDeTenant, tenant_do_pedido
 from relatorios.api.serializers import (
-    JobAceitoSerializer,
-    JobEmAndamentoSerializer,
-    JobFalhouSerializer,
-    JobProntoSerializer,
+    corpo_aceito,
+    corpo_em_andamento,
+    corpo_falhou,
+    corpo_pronto,
 )
 from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, pedidos
@@ -40,17 +40,17 @@ from relatorios.operacao.downloads import resposta_de_download
 def representar(job: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """Body and headers for a job's current state (status endpoint)."""
     if job.status == Status.PRONTO:
-        return JobProntoSerializer(job).data, {}
+        return corpo_pronto(job), {}
     if job.status == Status.FALHOU:
-        return JobFalhouSerializer(job).data, {}
-    return JobEmAndamentoSerializer(job).data, {"Retry-After": consultas.RETRY_AFTER_S}
+        return corpo_falhou(job), {}
+    return corpo_em_andamento(job), {"Retry-After": consultas.RETRY_AFTER_S}
 
 
 def local_do_job(job_id: int) -> str:
     return f"/relatorios/jobs/{job_id}"
 
 
-class SubmeterRelatorio(ContaNaConsulta, APIView):
+class SubmeterRelatorio(SoUsuarioDeTenant, ContaNaConsulta, APIView):
     """POST /relatorios/<tipo>: 202 and a job id, or 200 with a valid result."""
 
     # Documented once per registered type (relatorios/api/esquema/).
@@ -70,10 +70,10 @@ class SubmeterRelatorio(ContaNaConsulta, APIView):
             inscrever(job_id=job.id, email=email)
         cabecalhos = {"Location": local_do_job(job.id)}
         if job.status == Status.PRONTO:
-            return Response(JobProntoSerializer(job).data, headers=cabecalhos)
+            return Response(corpo_pronto(job), headers=cabecalhos)
         cabecalhos["Retry-After"] = consultas.RETRY_AFTER_S
         return Response(
-            JobAceitoSerializer(job).data,
+            corpo_aceito(job),
             status=status.HTTP_202_ACCEPTED,
             headers=cabecalhos,
         )
@@ -100,7 +100,7 @@ def _separar_notificacao(request: Request) -> tuple[Any, str | None]:
 TOKEN_OU_SESSAO = [TokenComCache, SessionAuthentication]
 
 
-class StatusDoJob(ContaNaConsulta, APIView):
+class StatusDoJob(SoUsuarioDeTenant, ContaNaConsulta, APIView):
     """GET /relatorios/jobs/<id>: the job's state, scoped to the caller's tenant."""
 
     authentication_classes = TOKEN_OU_SESSAO

@@ -111,20 +111,27 @@ def contagem_do_pedido(request: Request) -> Contagem | None:
     return contagem
 
 
+def _contagem_nova(request: Request) -> Contagem | None:
+    """This request's count, or None when the limit is off or nobody is
+    authenticated (the 401 comes from authentication)."""
+    limite = settings.RELATORIOS_API_LIMITE
+    usuario_id = getattr(request.user, "pk", None)
+    if limite <= 0 or usuario_id is None:
+        return None
+    return Contagem(
+        usuario_id=usuario_id,
+        limite=limite,
+        janela_s=max(1, int(settings.RELATORIOS_API_JANELA_S)),
+    )
+
+
 class LimitePorToken(BaseThrottle):
     """RELATORIOS_API_LIMITE requests per RELATORIOS_API_JANELA_S per user."""
 
     def allow_request(self, request: Request, view: Any) -> bool:
-        limite = settings.RELATORIOS_API_LIMITE
-        usuario_id = getattr(request.user, "pk", None)
-        if limite <= 0 or usuario_id is None:
-            # Off, or not authenticated: the 401 comes from authentication.
+        contagem = _contagem_nova(request)
+        if contagem is None:
             return True
-        contagem = Contagem(
-            usuario_id=usuario_id,
-            limite=limite,
-            janela_s=max(1, int(settings.RELATORIOS_API_JANELA_S)),
-        )
         if getattr(view, "conta_na_consulta", False):
             setattr(request, _ATRIBUTO, contagem)
         else:
@@ -141,6 +148,13 @@ class ContaNaConsulta:
     """
 
     conta_na_consulta = True
+
+    def check_throttles(self, request: Request) -> None:
+        """No throttle classes: the count rides on the view's statement (the
+        DRF throttle machinery, instances per request, bought nothing)."""
+        contagem = _contagem_nova(request)
+        if contagem is not None:
+            setattr(request, _ATRIBUTO, contagem)
 
     def finalize_response(
         self, request: Request, response: Any, *args: Any, **kwargs: Any

@@ -27,3 +27,20 @@ def tenant_do_pedido(request: Request) -> int:
     if tenant_id is None:
         raise PermissionDenied(UsuarioDeTenant.message)
     return int(tenant_id)
+
+
+class SoUsuarioDeTenant:
+    """Mixin of an APIView whose only permission is `UsuarioDeTenant`:
+    checked inline, without DRF instantiating the class per request. Same
+    answers: 401 when no credentials authenticated, else 403."""
+
+    def check_permissions(self, request: Request) -> None:
+        usuario = request.user
+        if not (
+            usuario
+            and usuario.is_authenticated
+            and getattr(usuario, "tenant_id", None) is not None
+        ):
+            self.permission_denied(  # type: ignore[attr-defined]
+                request, message=UsuarioDeTenant.message, code=None
+            )

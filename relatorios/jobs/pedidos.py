@@ -125,17 +125,22 @@ def _submeter(
         )
         contagem = None  # counted once, by the first read
         if atual is not None and not reiniciavel:
-            logger.info(
-                "job reaproveitado",
-                extra={
-                    "evento": "reaproveitado",
-                    "job_id": atual.id,
-                    "tenant_id": tenant_id,
-                    "tipo": tipo,
-                    "chave": chave[:12],
-                    "status": atual.status,
-                },
-            )
+            # DEBUG, not INFO: a hit is the commonest answer of the API and
+            # changes nothing; relatorios_submissoes_total{desfecho=
+            # "reaproveitado"} counts them. The line cost ~9% of a hit's
+            # instructions (docs/benchmarks.md, issue 27).
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug(
+                    "job reaproveitado",
+                    extra={
+                        "evento": "reaproveitado",
+                        "job_id": atual.id,
+                        "tenant_id": tenant_id,
+                        "tipo": tipo,
+                        "chave": chave[:12],
+                        "status": atual.status,
+                    },
+                )
             return Submissao(job=atual, criado=False)
         gravado = _gravar_pedido(
             job_id=job_id,

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django_prometheus.middleware import PrometheusAfterMiddleware
 from django_prometheus.utils import Time, TimeSince
 from prometheus_client import (
@@ -486,7 +486,8 @@ class MetricasHttp(PrometheusAfterMiddleware):
     poll in multiprocess mode. This one, first in MIDDLEWARE, keeps responses
     by status, view and method and the latency by view and method (all the
     middlewares included), the series the dashboard reads, with the same
-    names, and exceptions by type.
+    names, and exceptions by type. (The API's token calls count the same
+    series from their own middleware: `relatorios.api.cadeia`.)
     """
 
     def process_request(self, request: HttpRequest) -> None:
@@ -503,18 +504,66 @@ class MetricasHttp(PrometheusAfterMiddleware):
     def process_response(
         self, request: HttpRequest, response: HttpResponse
     ) -> HttpResponse:
-        metodo = self._method(request)
-        view = self._get_view_name(request)
-        self.metrics.responses_by_status_view_method.labels(
-            status=str(response.status_code), view=view, method=metodo
-        ).inc()
-        inicio = getattr(request, "prometheus_after_middleware_event", None)
-        if inicio is not None:
-            self.metrics.requests_latency_by_view_method.labels(
-                view=view, method=metodo
-            ).observe(TimeSince(inicio))
+        contar_resposta(
+            self.metrics,
+            request,
+            response,
+            getattr(request, "prometheus_after_middleware_event", None),
+        )
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> None:
         # Only the count: the response Django makes of it passes above.
         self.metrics.exceptions_by_type.labels(type=type(exception).__name__).inc()
+
+
+# The methods django-prometheus labels by name; any other is one label value.
+_METODOS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "OPTIONS", "CONNECT", "PATCH"}
+)
+
+
+def metodo_do_pedido(request: HttpRequest) -> str:
+    """The `method` label: django-prometheus' values, bounded."""
+    metodo = request.method
+    return metodo if metodo in _METODOS else "<invalid method>"
+
+
+def nome_da_view(request: HttpRequest) -> str:
+    """The `view` label: the URL pattern's view name, as django-prometheus has it."""
+    rota = getattr(request, "resolver_match", None)
+    if rota is None or rota.view_name is None:
+        return "<unnamed view>"
+    return str(rota.view_name)
+
+
+def contar_resposta(
+    metricas: Any, request: HttpRequest, response: HttpResponseBase, inicio: Any
+) -> None:
+    """One response in django-prometheus' series by status, view and method,
+    and its latency since `inicio` (a `Time()`), if given."""
+    metodo = metodo_do_pedido(request)
+    view = nome_da_view(request)
+    respostas = metricas.responses_by_status_view_method
+    chave: tuple[Any, ...] = (respostas, response.status_code, view, metodo)
+    filho = _filhos.get(chave)
+    if filho is None:
+        filho = respostas.labels(
+            status=str(response.status_code), view=view, method=metodo
+        )
+        _filhos[chave] = filho
+    filho.inc()
+    if inicio is not None:
+        latencia = metricas.requests_latency_by_view_method
+        chave = (latencia, view, metodo)
+        filho = _filhos.get(chave)
+        if filho is None:
+            filho = _filhos[chave] = latencia.labels(view=view, method=metodo)
+        filho.observe(TimeSince(inicio))
+
+
+# (metric, label values...) -> its labelled child: `labels()` validates and
+# looks the values up under a lock on every call; the values are bounded
+# (status codes x named views x nine methods), so the children are kept.
+# Keyed by the metric object too, so a re-registered metric gets new ones.
+_filhos: dict[tuple[Any, ...], Any] = {}

@@ -83,14 +83,19 @@ def test_token_desconhecido_nao_fica_em_cache(relogio: Relogio, tenant: Tenant) 
     assert cliente.get("/relatorios/jobs/1").status_code == 404
 
 
-def test_cada_pedido_recebe_sua_copia_do_usuario(relogio: Relogio, token: str) -> None:
+def test_o_chamador_em_cache_e_imutavel_e_o_mesmo_para_cada_pedido(
+    relogio: Relogio, token: str
+) -> None:
+    """No copy per request: the cached caller cannot be changed by one."""
+    import dataclasses
+
     autenticador = autenticacao.TokenComCache()
-    primeiro, token1 = autenticador.authenticate_credentials(token)
-    segundo, token2 = autenticador.authenticate_credentials(token)
-    assert primeiro == segundo
-    assert primeiro is not segundo
-    assert token2.user is segundo
-    assert token1.user is primeiro
+    primeiro, chave1 = autenticador.authenticate_credentials(token)
+    segundo, chave2 = autenticador.authenticate_credentials(token)
+    assert primeiro is segundo
+    assert chave1 == chave2 == token
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        primeiro.tenant_id = 999  # type: ignore[misc]
 
 
 def test_cache_desligado_consulta_sempre(token: str) -> None:
@@ -103,27 +108,29 @@ def test_cache_desligado_consulta_sempre(token: str) -> None:
 def test_falta_no_cache_e_uma_consulta_que_carrega_o_mesmo_que_a_do_drf(
     tenant: Tenant, token: str
 ) -> None:
-    """The raw lookup of a miss builds what DRF's ORM query builds, field by
-    field, in one statement, with nothing left to load lazily."""
+    """The raw lookup of a miss answers, in one statement, what the API reads
+    of the user DRF's ORM query loads."""
     from rest_framework.authentication import TokenAuthentication
 
-    esperado_usuario, esperado_token = TokenAuthentication().authenticate_credentials(
-        token
-    )
+    esperado, _ = TokenAuthentication().authenticate_credentials(token)
     with CaptureQueriesContext(connection) as capturadas:
-        usuario, lido = autenticacao.TokenComCache()._ler(token)
-        campos = (usuario.tenant_id, usuario.email, usuario.is_staff, lido.created)
-        assert lido.user is usuario
+        chamador = autenticacao.ler_chamador(token)
     assert len(capturadas) == 1
-    assert campos[0] == tenant.pk
-
-    def campos_de(instancia: object) -> dict[str, object]:
-        return {c: v for c, v in vars(instancia).items() if not c.startswith("_")}
-
-    assert campos_de(usuario) == campos_de(esperado_usuario)
-    assert campos_de(lido) == campos_de(esperado_token)
-    assert not usuario._state.adding
-    assert usuario._state.db == "default"
+    assert chamador.tenant_id == tenant.pk
+    for campo in (
+        "pk",
+        "id",
+        "tenant_id",
+        "username",
+        "email",
+        "is_active",
+        "is_staff",
+        "is_superuser",
+        "is_authenticated",
+        "is_anonymous",
+    ):
+        assert getattr(chamador, campo) == getattr(esperado, campo), campo
+    assert chamador.get_username() == esperado.get_username()
 
 
 def test_falta_no_cache_com_usuario_inativo_ou_chave_errada_e_401(

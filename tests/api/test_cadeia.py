@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import sys
 from typing import Any
 
@@ -117,6 +118,19 @@ def test_chamadas_por_token_respondem_igual_pela_cadeia_curta(tenant: Tenant) ->
         ("GET", f"/relatorios/jobs/{job_id}", b"", {"HTTP_AUTHORIZATION": "Token x"}),
         ("GET", f"/relatorios/jobs/{job_id}", b"", {"HTTP_AUTHORIZATION": "Token"}),
         ("GET", f"/relatorios/jobs/{job_id}", b"", {"HTTP_AUTHORIZATION": "token a b"}),
+        # What the API chain's one middleware does in the seven's place.
+        ("GET", f"/relatorios/jobs/{job_id}?x=%00", b"", auth),
+        ("GET", f"/relatorios/jobs/{job_id}?x=%ED%A0%80", b"", auth),
+        ("GET", f"/relatorios/jobs/{job_id}?" + "&".join(["a=1"] * 1001), b"", auth),
+        ("POST", "/relatorios/vendas", corpo, {**auth, "CONTENT_LENGTH": "9" * 12}),
+        ("POST", "/relatorios/vendas", corpo, {**auth, "CONTENT_LENGTH": "-3"}),
+        (
+            "GET",
+            f"/relatorios/jobs/{job_id}",
+            b"",
+            {**auth, "HTTP_HOST": "mau.example"},
+        ),
+        ("GET", "/relatorios/jobs/1/nada", b"", auth),
     ]
     for metodo, caminho, dados, cabecalhos in casos:
         esperado = chamar(completa, metodo, caminho, dados, **cabecalhos)
@@ -124,7 +138,13 @@ def test_chamadas_por_token_respondem_igual_pela_cadeia_curta(tenant: Tenant) ->
         assert obtido == esperado, (metodo, caminho, cabecalhos)
     assert contador.vezes == len(casos)
     codigos = {chamar(curta, m, c, d, **h)[0][:3] for m, c, d, h in casos}
-    assert codigos >= {"200", "202", "400", "401", "404", "405", "406", "409"}
+    assert codigos >= {"200", "202", "400", "401", "404", "405", "406", "409", "413"}
+    # An implausible request id is replaced by a new one (random: not compared).
+    status, cabecalhos, _ = chamar(
+        curta, "GET", f"/relatorios/jobs/{job_id}", HTTP_X_REQUEST_ID="<>", **auth
+    )
+    assert status.startswith("200")
+    assert re.fullmatch(r"[0-9a-f]{32}", cabecalhos["X-Request-ID"])
 
 
 def test_o_resto_passa_pela_cadeia_completa(tenant: Tenant) -> None:
@@ -150,3 +170,17 @@ def test_o_resto_passa_pela_cadeia_completa(tenant: Tenant) -> None:
     token_na_pagina = {"HTTP_AUTHORIZATION": f"Token {token}", **sessao}
     assert chamar(curta, "GET", "/painel/", **token_na_pagina)[0].startswith("200")
     assert contador.vezes == 0
+
+
+def test_o_middleware_da_api_e_a_cadeia_completa_sem_os_do_navegador() -> None:
+    """A middleware added to MIDDLEWARE must be placed in the API's one too
+    (or among the browser's): the two chains must not drift apart."""
+    from django.conf import settings
+
+    from relatorios.api.cadeia import MiddlewareDaApi
+
+    sem_navegador = [
+        m for m in settings.MIDDLEWARE if m not in settings.MIDDLEWARE_SO_DO_NAVEGADOR
+    ]
+    assert sem_navegador == list(MiddlewareDaApi.SUBSTITUI)
+    assert settings.MIDDLEWARE_DA_API == ["relatorios.api.cadeia.MiddlewareDaApi"]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -14,7 +16,7 @@ from rest_framework.renderers import BaseRenderer, BrowsableAPIRenderer, JSONRen
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from relatorios.api.negociacao import NegociacaoMemorizada
+from relatorios.api.negociacao import JSONDeSaida, NegociacaoMemorizada
 from relatorios.models import Tenant
 from tests import helpers
 from tests.processos import RAIZ
@@ -41,9 +43,11 @@ CONJUNTOS: list[list[type[BaseRenderer]]] = [
 ]
 
 
-def escolha(negociacao: Any, accept: str | None, classes: list[type]) -> Any:
+def escolha(
+    negociacao: Any, accept: str | None, classes: list[type], caminho: str
+) -> Any:
     cabecalhos = {} if accept is None else {"HTTP_ACCEPT": accept}
-    pedido = Request(APIRequestFactory().get("/relatorios/jobs/1", **cabecalhos))
+    pedido = Request(APIRequestFactory().get(caminho, **cabecalhos))
     renderers = [classe() for classe in classes]
     try:
         renderer, tipo = negociacao.select_renderer(pedido, renderers)
@@ -52,13 +56,21 @@ def escolha(negociacao: Any, accept: str | None, classes: list[type]) -> Any:
     return renderers.index(renderer), tipo
 
 
-@pytest.mark.parametrize("classes", CONJUNTOS)
+@pytest.mark.parametrize(
+    "caminho",
+    ["/relatorios/jobs/1", "/relatorios/jobs/1?format=json", "/relatorios/jobs/1?x=1"],
+)
+@pytest.mark.parametrize("classes", [*CONJUNTOS, [JSONRenderer, OpenApiJsonRenderer]])
 @pytest.mark.parametrize("accept", ACCEPTS)
-def test_escolhe_o_mesmo_que_o_drf(accept: str | None, classes: list[type]) -> None:
-    esperado = escolha(DefaultContentNegotiation(), accept, classes)
+def test_escolhe_o_mesmo_que_o_drf(
+    accept: str | None, classes: list[type], caminho: str
+) -> None:
+    """Fixed (JSON first, a common Accept), remembered or DRF's own path:
+    always DRF's choice, 406 included."""
+    esperado = escolha(DefaultContentNegotiation(), accept, classes, caminho)
     # Twice: the first computes, the second is remembered.
-    assert escolha(NegociacaoMemorizada(), accept, classes) == esperado
-    assert escolha(NegociacaoMemorizada(), accept, classes) == esperado
+    assert escolha(NegociacaoMemorizada(), accept, classes, caminho) == esperado
+    assert escolha(NegociacaoMemorizada(), accept, classes, caminho) == esperado
 
 
 @pytest.mark.django_db
@@ -95,3 +107,29 @@ def test_o_contrato_lista_o_406_de_cada_operacao_que_o_responde(
     assert respondem == documentam
     assert ("post", "/relatorios/vendas") in respondem
     assert ("get", "/relatorios/jobs/{job_id}/resultado.csv") not in respondem
+
+
+@pytest.mark.parametrize(
+    "dados",
+    [
+        {"erro": "não", "campo": "fim"},
+        {"texto": "a\u2028b\u2029c", "v": Decimal("1.10"), "d": [1, 2.5, None, True]},
+        {"quando": datetime(2026, 1, 5, 12, 30, tzinfo=UTC), "id": 7},
+        [],
+        "só texto",
+        None,
+    ],
+)
+@pytest.mark.parametrize(
+    ("aceito", "contexto"),
+    [
+        (None, None),
+        ("application/json", {}),
+        ("application/json; indent=4", {}),
+        ("application/json", {"indent": 2}),
+    ],
+)
+def test_json_de_saida_igual_ao_do_drf(dados: Any, aceito: Any, contexto: Any) -> None:
+    assert JSONDeSaida().render(dados, aceito, contexto) == JSONRenderer().render(
+        dados, aceito, contexto
+    )
