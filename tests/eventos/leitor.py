@@ -11,6 +11,21 @@ from types import TracebackType
 from relatorios.eventos.central import Central
 from relatorios.eventos.leitura import Aviso
 
+# For a connection: a later deferred trigger that runs after the events' one
+# (at COMMIT, once that one has taken its id). `INSERT INTO espera VALUES (n)`
+# then makes the COMMIT sleep n seconds, or fail for n = 0.
+DEPOIS_DO_EVENTO = """
+    CREATE TEMP TABLE espera (x int);
+    CREATE FUNCTION pg_temp.depois() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NEW.x > 0 THEN PERFORM pg_sleep(NEW.x); ELSE RAISE 'desfeito'; END IF;
+        RETURN NULL;
+    END $$;
+    CREATE CONSTRAINT TRIGGER depois AFTER INSERT ON espera
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+        EXECUTE FUNCTION pg_temp.depois();
+"""
+
 
 class Leitor:
     """Start with `with Leitor(tenant_id) as leitor:`; `recebidos` holds

@@ -19,7 +19,7 @@ from relatorios.eventos import leitura
 from relatorios.jobs import pedidos
 from relatorios.models import EventoPublicado, RelatorioJob, Tenant
 from tests import helpers, processos
-from tests.eventos.leitor import Leitor
+from tests.eventos.leitor import DEPOIS_DO_EVENTO, Leitor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -152,21 +152,6 @@ def test_alerta_aberto_e_fechado_sao_publicados(tenant: Tenant) -> None:
     assert eventos[1].dados["fechado_em"] is not None
 
 
-# A connection's later deferred trigger that runs after the events' one (at
-# COMMIT, once that one has taken its id): it sleeps, or it fails.
-LENTO = """
-    CREATE TEMP TABLE espera (x int);
-    CREATE FUNCTION pg_temp.depois() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        IF NEW.x > 0 THEN PERFORM pg_sleep(NEW.x); ELSE RAISE 'desfeito'; END IF;
-        RETURN NULL;
-    END $$;
-    CREATE CONSTRAINT TRIGGER depois AFTER INSERT ON espera
-        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-        EXECUTE FUNCTION pg_temp.depois();
-"""
-
-
 def _progresso(conexao: psycopg.Connection[Any], job_id: int, valor: int) -> None:
     conexao.execute(
         "UPDATE relatorio_jobs SET progresso = %s WHERE id = %s", [valor, job_id]
@@ -209,7 +194,7 @@ def test_commit_lento_com_id_menor_e_entregue_antes_do_rapido(
         psycopg.connect(dsn) as lenta,
         psycopg.connect(dsn) as rapida,
     ):
-        lenta.execute(LENTO)
+        lenta.execute(DEPOIS_DO_EVENTO)
         lenta.commit()
         _progresso(lenta, primeiro, 1)
         lenta.execute("INSERT INTO espera VALUES (1)")
@@ -241,7 +226,7 @@ def test_id_de_commit_desfeito_nao_trava_alem_da_espera(
         job_id = submeter(tenant)
         helpers.esperar(lambda: leitor.recebidos, descricao="o evento do pedido")
         antes = leitor.ids()[-1]
-        outra.execute(LENTO)
+        outra.execute(DEPOIS_DO_EVENTO)
         outra.commit()
         _progresso(outra, job_id, 1)
         outra.execute("INSERT INTO espera VALUES (0)")
