@@ -293,6 +293,9 @@ class Central:
         batimento = settings.RELATORIOS_EVENTOS_BATIMENTO_S
         proximo_batimento = time.monotonic() + batimento
         while True:
+            # A read every `intervalo` from the start of the last one, not
+            # after it: what a read and its fan-out take is not added.
+            ciclo = time.monotonic()
             while True:
                 cursor = await conexao.execute(
                     f"SELECT {leitura.COLUNAS} FROM relatorio_eventos"
@@ -317,7 +320,7 @@ class Central:
                 proximo_batimento = agora + batimento
                 for assinatura in self._todas():
                     assinatura.entregar(BATIMENTO)
-            await asyncio.sleep(intervalo)
+            await asyncio.sleep(max(0.0, ciclo + intervalo - time.monotonic()))
 
 
 async def _ponto_de_partida(conexao: psycopg.AsyncConnection[Any]) -> int:
