@@ -11,7 +11,7 @@ Django's ASGIHandler with two changes, both through public API:
    connection) per open stream. asgiref lets the context be given an
    executor; this one is the process's.
 2. ASGI's lifespan: at startup the process's fan-out (`eventos.central`)
-   opens its LISTEN connection; at shutdown every stream ends with its
+   opens its reading connection; at shutdown every stream ends with its
    `retry:`, so clients reconnect to another process at once.
 3. `handle` is Django's with one task less per request: Django runs the
    response in a second task beside the one that waits for the client's

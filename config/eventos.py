@@ -3,9 +3,9 @@
 `python -m config.eventos` (Procfile's `eventos`, `make run`, the tests, B9).
 
 One worker by default: a worker is a process, and each process holds one
-LISTEN connection for all of its streams; more streams than one core can
-feed are more processes (EVENTOS_WORKERS here, or more hosts: every process
-LISTENs, so each sees every event). The WSGI server (config/servidor.py)
+connection reading the events for all of its streams; more streams than one
+core can feed are more processes (EVENTOS_WORKERS here, or more hosts: every
+process reads the table, so each sees every event). The WSGI server (config/servidor.py)
 serves everything else; a proxy routes the two stream paths here
 (docs/operacao.md, "The events process").
 

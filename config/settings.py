@@ -504,9 +504,18 @@ RELATORIOS_MAX_DESTINATARIOS = env_int("RELATORIOS_MAX_DESTINATARIOS", 20)
 # with a Last-Event-ID older than this gets a `lacuna` event (the job stream:
 # the job's current state) instead of what it missed.
 RELATORIOS_EVENTOS_RETENCAO_S = env_int("RELATORIOS_EVENTOS_RETENCAO_S", 3600)
-# A heartbeat comment on every stream (proxies keep quiet connections), and
-# the proof that the process's LISTEN connection is alive, this often.
+# A heartbeat comment on every stream (proxies keep quiet connections), this often.
 RELATORIOS_EVENTOS_BATIMENTO_S = env_float("RELATORIOS_EVENTOS_BATIMENTO_S", 15.0)
+# Each events process reads relatorio_eventos for new events this often: at
+# most this much added to an event's way to its streams, one indexed read per
+# interval and process.
+RELATORIOS_EVENTOS_INTERVALO_S = env_float("RELATORIOS_EVENTOS_INTERVALO_S", 0.025)
+# How long the reader waits for a missing id below a visible one (a commit
+# still finishing, which takes milliseconds) before it takes it for a
+# rollback and moves on; the events after it wait that long too.
+RELATORIOS_EVENTOS_ESPERA_LACUNA_S = env_float(
+    "RELATORIOS_EVENTOS_ESPERA_LACUNA_S", 2.0
+)
 # The `retry:` a stream announces: how long a client waits to reconnect.
 RELATORIOS_EVENTOS_RETRY_S = env_float("RELATORIOS_EVENTOS_RETRY_S", 3.0)
 # Open streams per user (a token is one user) and per events process; past

@@ -14,8 +14,14 @@ the database only to start, to catch up, and to read a `pronto` job's result
 Authentication is the API's: `Authorization: Token <key>` (the API's cached
 token check, `TokenComCache`), else the pages' session. Everything that can
 refuse a stream (401, 403, 400 for a bad Last-Event-ID, 404 for another
-tenant's job, 429 past the caps) is answered before the stream opens, as
-JSON `{"erro": ...}`, like any API error. docs/api.md has the protocol.
+tenant's job, 429 past the caps, 503 while a new process cannot reach the
+database) is answered before the stream opens, as JSON `{"erro": ...}`, like
+any API error. docs/api.md has the protocol.
+
+Positions: a stream reads the table up to its process's `posicao()` (read
+as it registers, with no `await` between) and takes the rest from its queue,
+which gets exactly the events after it (eventos/leitura.py says why the
+table alone is not enough).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from relatorios.eventos.central import (
     ENCERRAR,
     RESSINCRONIZAR,
     Assinatura,
+    Indisponivel,
     Lotado,
     central,
 )
@@ -97,12 +104,12 @@ async def eventos_do_job(request: HttpRequest, job_id: int) -> HttpResponseBase:
     try:
         usuario = await _usuario(request)
         apos = _ultimo_id(request)
-        assinatura = _assinar(usuario, job_id=job_id)
+        assinatura, ate = await _assinar(usuario, job_id=job_id)
     except Recusa as recusa:
         return recusa.resposta()
     try:
         inicio = await sync_to_async(_inicio_do_job)(
-            tenant_id=assinatura.tenant_id, job_id=job_id, apos=apos
+            tenant_id=assinatura.tenant_id, job_id=job_id, apos=apos, ate=ate
         )
     except Http404:
         central().cancelar(assinatura)
@@ -125,12 +132,12 @@ async def eventos_do_tenant(request: HttpRequest) -> HttpResponseBase:
     try:
         usuario = await _usuario(request)
         apos = _ultimo_id(request)
-        assinatura = _assinar(usuario, job_id=None)
+        assinatura, ate = await _assinar(usuario, job_id=None)
     except Recusa as recusa:
         return recusa.resposta()
     try:
         retomada = await sync_to_async(leitura.retomar)(
-            tenant_id=assinatura.tenant_id, apos=apos
+            tenant_id=assinatura.tenant_id, apos=apos, ate=ate
         )
         quadros = []
         if apos is not None and not retomada.conhecido:
@@ -141,13 +148,17 @@ async def eventos_do_tenant(request: HttpRequest) -> HttpResponseBase:
     except BaseException:
         central().cancelar(assinatura)
         raise
-    if retomada.eventos:
-        posicao = retomada.eventos[-1].id
-    else:
-        posicao = retomada.ultimo if apos is None else apos
-        quadros.append(f"id: {posicao}\n\n".encode())
+    if not retomada.eventos:
+        # The client's position: the tenant's newest event it need not get
+        # (the id it resumes from is then one of its own, `conhecido`).
+        mostrada = retomada.ultimo if apos is None else apos
+        quadros.append(f"id: {mostrada}\n\n".encode())
     if len(retomada.eventos) >= leitura.LOTE:
+        posicao = retomada.eventos[-1].id
         assinatura.por(RESSINCRONIZAR)
+    else:
+        # Read up to `ate`: the queue has what follows.
+        posicao = max(ate, apos or 0)
     return _resposta(
         assinatura, quadros, posicao=posicao, fim=False, formatar=_quadro_do_tenant
     )
@@ -215,11 +226,21 @@ def _ultimo_id(request: HttpRequest) -> int | None:
     return int(bruto)
 
 
-def _assinar(usuario: Any, *, job_id: int | None) -> Assinatura:
+async def _assinar(usuario: Any, *, job_id: int | None) -> tuple[Assinatura, int]:
+    """The stream's registration and its process's position then."""
+    fanout = central()
     try:
-        return central().assinar(
+        await fanout.pronta()
+        assinatura = fanout.assinar(
             tenant_id=int(usuario.tenant_id), usuario_id=usuario.pk, job_id=job_id
         )
+        return assinatura, fanout.posicao()
+    except Indisponivel as indisponivel:
+        raise Recusa(
+            503,
+            str(indisponivel),
+            **{"Retry-After": str(int(settings.RELATORIOS_EVENTOS_RETRY_S))},
+        ) from None
     except Lotado as lotado:
         raise Recusa(
             429,
@@ -229,21 +250,28 @@ def _assinar(usuario: Any, *, job_id: int | None) -> Assinatura:
 
 
 def _inicio_do_job(
-    *, tenant_id: int, job_id: int, apos: int | None
+    *, tenant_id: int, job_id: int, apos: int | None, ate: int
 ) -> tuple[list[bytes], int, bool] | None:
     """The first frames of a job's stream, its position, and whether it ends
     there; None when the client already has the job's final event.
 
-    The state and the tenant's newest event id are read by one statement (one
-    snapshot): every event after that id is a change the state did not show.
+    The state and its position are read by one statement (one snapshot). The
+    position is the newest of the tenant's events up to `ate` (the process's
+    position, read before: every event of the job up to it committed before
+    this snapshot) and of the job's own events after `ate` that the snapshot
+    sees (a job's events follow its commits): every event of the job after
+    it is a change the state does not show, and none before it is.
     """
     linha = consultas.ler_contando(
         None,
-        colunas=consultas.COLUNAS_ESTADO
-        + ", (SELECT max(e.id) FROM relatorio_eventos e"
-        "     WHERE e.tenant_id = relatorio_jobs.tenant_id)",
+        colunas=consultas.COLUNAS_ESTADO + ", greatest("
+        "  (SELECT max(e.id) FROM relatorio_eventos e"
+        "    WHERE e.tenant_id = relatorio_jobs.tenant_id AND e.id <= %s),"
+        "  (SELECT max(e.id) FROM relatorio_eventos e"
+        "    WHERE e.tenant_id = relatorio_jobs.tenant_id AND e.id > %s"
+        "      AND e.job_id = relatorio_jobs.id))",
         juncao="relatorio_jobs ON relatorio_jobs.id = %s AND tenant_id = %s",
-        parametros=[job_id, tenant_id],
+        parametros=[ate, ate, job_id, tenant_id],
     )
     if linha[0] is None:
         raise Http404("job não encontrado")
@@ -251,11 +279,15 @@ def _inicio_do_job(
     estado = consultas.JobEstado.da_linha(colunas)
     terminal = estado.status in TERMINAIS
     if apos is not None:
-        retomada = leitura.retomar(tenant_id=tenant_id, apos=apos, job_id=job_id)
+        # Unbounded: the job's own events follow its commits, and the state
+        # read above may already show a final event past `ate`.
+        retomada = leitura.retomar(
+            tenant_id=tenant_id, apos=apos, ate=None, job_id=job_id
+        )
         if retomada.conhecido:
             quadros: list[bytes] = []
             for aviso in retomada.eventos:
-                dados = aviso.dados or {}
+                dados = aviso.dados
                 quadros.append(_quadro_de_estado(aviso.id, _estado(dados, estado)))
                 if dados.get("status") in TERMINAIS:
                     return quadros, aviso.id, True
@@ -335,12 +367,16 @@ async def _recuperar(
     posicao: int,
     formatar: Callable[[Aviso], Awaitable[tuple[bytes, bool]]],
 ) -> AsyncIterator[tuple[bytes, int, bool]]:
-    """Catch up from the table after `posicao` (after a lost LISTEN
-    connection, or a client too slow for its queue)."""
+    """Catch up from the table after `posicao` (a client too slow for its
+    queue, or a start with more to send than one read)."""
     while True:
         assinatura.retomada()
+        ate = central().posicao()
         avisos = await sync_to_async(leitura.eventos_apos)(
-            tenant_id=assinatura.tenant_id, apos=posicao, job_id=assinatura.job_id
+            tenant_id=assinatura.tenant_id,
+            apos=posicao,
+            ate=ate,
+            job_id=assinatura.job_id,
         )
         for aviso in avisos:
             quadro, terminou = await formatar(aviso)
@@ -348,6 +384,8 @@ async def _recuperar(
             yield quadro, posicao, terminou
             if terminou:
                 return
+        # The queue holds this stream's events after `ate`, and those up to
+        # it that it holds were all in this read, so are dropped as sent.
         if len(avisos) < leitura.LOTE:
             return
 
@@ -380,17 +418,9 @@ async def _guardado(
     return resultado
 
 
-async def _completo(aviso: Aviso) -> Aviso:
-    if aviso.dados is not None:
-        return aviso
-    # Too large for its NOTIFY: the table has it.
-    lido = await sync_to_async(leitura.ler)(aviso.id)
-    return lido or aviso
-
-
 async def _quadro_do_job(aviso: Aviso) -> tuple[bytes, bool]:
     async def fazer() -> tuple[bytes, bool]:
-        dados = (await _completo(aviso)).dados or {}
+        dados = aviso.dados
         atual = None
         if dados.get("status") == Status.PRONTO:
             atual = await sync_to_async(consultas.estado_do_job)(
@@ -404,14 +434,13 @@ async def _quadro_do_job(aviso: Aviso) -> tuple[bytes, bool]:
 
 async def _quadro_do_tenant(aviso: Aviso) -> tuple[bytes, bool]:
     async def fazer() -> tuple[bytes, bool]:
-        completo = await _completo(aviso)
-        dados = completo.dados or {}
-        if completo.tipo.startswith("job."):
+        dados = aviso.dados
+        if aviso.tipo.startswith("job."):
             dados = _dados_do_job_no_tenant(dados)
-        envelope = {"type": completo.tipo, "timestamp": completo.em, "data": dados}
+        envelope = {"type": aviso.tipo, "timestamp": aviso.em, "data": dados}
         texto = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
         return (
-            f"id: {aviso.id}\nevent: {completo.tipo}\ndata: {texto}\n\n".encode(),
+            f"id: {aviso.id}\nevent: {aviso.tipo}\ndata: {texto}\n\n".encode(),
             False,
         )
 

@@ -1,22 +1,26 @@
-"""A process's one LISTEN connection, fanned out to all of its streams.
+"""A process's one reader of relatorio_eventos, fanned out to all of its streams.
 
 Every stream of the process registers an `Assinatura` (a queue) here; one
-task holds the only connection that LISTENs on `relatorios_eventos` and puts
+task holds the only database connection that reads the events table and puts
 each event in the queues of the streams that want it: the job's own streams
 and its tenant's. A stream waits on its queue and holds no thread and no
 database connection while it waits.
 
-The connection can be lost (the server restarted, a failover,
-`pg_terminate_backend`). Events committed meanwhile reach no listener, so
-after every (re)connection, once LISTEN is in place again, each stream is
-told to catch up from the table (`RESSINCRONIZAR`): it reads the events
-after the last one it sent, and the ids drop whatever then also arrives by
-NOTIFY. Nothing is lost and nothing is sent twice; a stream only waits
-longer while the database is away.
+The reader reads `relatorio_eventos` after its position, in id order, every
+RELATORIOS_EVENTOS_INTERVALO_S, and publishes what `ordem.Ordem` allows: ids
+in order, waiting (boundedly) for a commit in flight that took a lower id.
+The position, `posicao`, is the stream's frontier: every event up to it has
+been handed out, every later one will be, so a stream that reads the table
+up to it (its start, a resume, a catch-up) and then takes its queue sends
+each event once, in order.
 
-The liveness of the connection is proved every RELATORIOS_EVENTOS_BATIMENTO_S
-with a `SELECT 1`, so a connection that died silently is replaced within
-that time; the same tick sends each stream its heartbeat.
+The connection can be lost (the server restarted, a failover,
+`pg_terminate_backend`); the position stays, so the next connection reads
+on from it and nothing is lost: a stream only waits longer while the
+database is away. Reads every interval also prove the connection alive; TCP
+keepalives catch a peer that vanished mid-read.
+
+Heartbeats: every RELATORIOS_EVENTOS_BATIMENTO_S each stream gets one.
 
 Caps: at most RELATORIOS_EVENTOS_MAX_POR_PROCESSO streams in the process
 and RELATORIOS_EVENTOS_MAX_POR_TOKEN per user (a token is one user); past
@@ -27,8 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
+import time
 from collections import defaultdict
 from typing import Any
 
@@ -36,11 +40,11 @@ import psycopg
 from django.conf import settings
 from django.db import connections
 
+from relatorios.eventos import leitura
 from relatorios.eventos.leitura import Aviso
+from relatorios.eventos.ordem import Ordem
 
 logger = logging.getLogger(__name__)
-
-CANAL = "relatorios_eventos"
 
 # What a queue carries besides events.
 BATIMENTO = "batimento"
@@ -48,8 +52,18 @@ RESSINCRONIZAR = "ressincronizar"
 ENCERRAR = "encerrar"
 
 # A stream whose client reads slower than events arrive stops queueing at
-# this many and catches up from the table instead (like after a reconnect).
+# this many and catches up from the table instead.
 FILA_MAXIMA = 1000
+
+# How long an id given up on is checked for a late commit (`Ordem.tardios`).
+GUARDA_DOS_PULADOS_S = 60.0
+
+
+class Indisponivel(Exception):
+    """The process has not read its position from the database yet."""
+
+
+SEM_BANCO = "o servidor de eventos ainda não alcançou o banco"
 
 
 class Lotado(Exception):
@@ -119,7 +133,7 @@ class Assinatura:
         return self.itens.pop(0)
 
     def retomada(self) -> None:
-        """The stream read its catch-up: queue again."""
+        """The stream is reading its catch-up: queue again."""
         self.atrasada = False
 
 
@@ -131,8 +145,10 @@ class Central:
         self.por_tenant: dict[int, set[Assinatura]] = defaultdict(set)
         self.por_usuario: dict[int, int] = defaultdict(int)
         self.abertas = 0
-        self.conectada = asyncio.Event()
         self.conexoes = 0
+        # None until the first connection read where the events stand.
+        self.ordem: Ordem | None = None
+        self._pronta = asyncio.Event()
         self._tarefa: asyncio.Task[None] | None = None
         self._parando = False
 
@@ -141,7 +157,10 @@ class Central:
     def assinar(
         self, *, tenant_id: int, usuario_id: int, job_id: int | None
     ) -> Assinatura:
-        """Register a stream, within the caps (`Lotado` past them)."""
+        """Register a stream, within the caps (`Lotado` past them); its
+        queue gets every event after `posicao()` (read it right away)."""
+        if self.ordem is None:
+            raise Indisponivel(SEM_BANCO)
         maximo = settings.RELATORIOS_EVENTOS_MAX_POR_PROCESSO
         if self.abertas >= maximo:
             raise Lotado(f"o servidor de eventos está no limite de {maximo} conexões")
@@ -194,12 +213,34 @@ class Central:
         for assinatura in self.por_tenant.get(aviso.tenant_id, ()):
             assinatura.entregar(aviso)
 
-    # --- the connection -------------------------------------------------------
+    # --- the position -------------------------------------------------------
+
+    async def pronta(self, *, espera_s: float = 5.0) -> None:
+        """Waits for a new process's first read of where the events stand
+        (`Indisponivel` past `espera_s`: the database is away)."""
+        if self.ordem is None:
+            try:
+                await asyncio.wait_for(self._pronta.wait(), espera_s)
+            except TimeoutError:
+                raise Indisponivel(
+                    "o servidor de eventos não alcança o banco"
+                ) from None
+
+    def posicao(self) -> int:
+        """Every event up to this id has been handed to the streams, every
+        later one will be. Read with no `await` since the stream was
+        registered (or resumed queueing), its queue gets exactly the events
+        after it."""
+        if self.ordem is None:
+            raise Indisponivel(SEM_BANCO)
+        return self.ordem.posicao
+
+    # --- the reader -----------------------------------------------------------
 
     def iniciar(self) -> None:
         if self._tarefa is None:
             self._tarefa = asyncio.get_running_loop().create_task(
-                self._ouvir(), name="relatorios-eventos-listen"
+                self._ler(), name="relatorios-eventos-leitor"
             )
 
     async def parar(self) -> None:
@@ -213,57 +254,100 @@ class Central:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._tarefa
 
-    async def _ouvir(self) -> None:
+    async def _ler(self) -> None:
         espera = 0.5
         while not self._parando:
             try:
                 async with await psycopg.AsyncConnection.connect(
                     **parametros_de_conexao(), autocommit=True
                 ) as conexao:
-                    await conexao.execute(f"LISTEN {CANAL}")
+                    if self.ordem is None:
+                        self.ordem = Ordem(
+                            posicao=await _ponto_de_partida(conexao),
+                            espera_s=settings.RELATORIOS_EVENTOS_ESPERA_LACUNA_S,
+                        )
+                        self._pronta.set()
                     self.conexoes += 1
-                    self.conectada.set()
                     espera = 0.5
                     if self.conexoes > 1:
                         logger.warning(
-                            "LISTEN restabelecido: streams retomam da tabela",
-                            extra={"streams": self.abertas},
+                            "leitura dos eventos restabelecida: segue da posição",
+                            extra={"posicao": self.ordem.posicao},
                         )
-                    # Also after the first connection: a stream that
-                    # started while there was none read the table then.
-                    for assinatura in self._todas():
-                        assinatura.por(RESSINCRONIZAR)
-                    await self._receber(conexao)
+                    await self._acompanhar(conexao, self.ordem)
             except asyncio.CancelledError:
                 raise
             except (psycopg.Error, OSError) as erro:
-                self.conectada.clear()
                 logger.warning(
-                    "conexão de LISTEN perdida; nova tentativa em %.1f s",
+                    "conexão de leitura dos eventos perdida; nova tentativa em %.1f s",
                     espera,
                     extra={"erro": str(erro)[:200]},
                 )
                 await asyncio.sleep(espera)
                 espera = min(espera * 2, 10.0)
 
-    async def _receber(self, conexao: psycopg.AsyncConnection[Any]) -> None:
-        intervalo = settings.RELATORIOS_EVENTOS_BATIMENTO_S
+    async def _acompanhar(
+        self, conexao: psycopg.AsyncConnection[Any], ordem: Ordem
+    ) -> None:
+        intervalo = settings.RELATORIOS_EVENTOS_INTERVALO_S
+        batimento = settings.RELATORIOS_EVENTOS_BATIMENTO_S
+        proximo_batimento = time.monotonic() + batimento
         while True:
-            async for notificacao in conexao.notifies(timeout=intervalo):
-                try:
-                    aviso = Aviso.da_notificacao(json.loads(notificacao.payload))
-                except (ValueError, KeyError, TypeError):
-                    logger.exception("aviso ilegível", extra={"aviso": notificacao})
-                    continue
-                self.despachar(aviso)
-            # A quiet interval: prove the connection, and beat every stream.
-            await conexao.execute("SELECT 1")
-            for assinatura in self._todas():
-                assinatura.entregar(BATIMENTO)
+            # A read every `intervalo` from the start of the last one, not
+            # after it: what a read and its fan-out take is not added.
+            ciclo = time.monotonic()
+            while True:
+                cursor = await conexao.execute(
+                    f"SELECT {leitura.COLUNAS} FROM relatorio_eventos"
+                    " WHERE id > %s ORDER BY id LIMIT %s",
+                    [ordem.posicao, leitura.LOTE],
+                )
+                linhas = await cursor.fetchall()
+                for aviso in ordem.avancar(leitura.avisos(linhas), time.monotonic()):
+                    self.despachar(aviso)
+                # A full batch all published: more may be waiting already.
+                if len(linhas) < leitura.LOTE or ordem.posicao < linhas[-1][0]:
+                    break
+            if ordem.pulados:
+                cursor = await conexao.execute(
+                    "SELECT id FROM relatorio_eventos WHERE id = ANY(%s)",
+                    [list(ordem.pulados)],
+                )
+                visiveis = [linha[0] for linha in await cursor.fetchall()]
+                ordem.tardios(visiveis, time.monotonic(), GUARDA_DOS_PULADOS_S)
+            agora = time.monotonic()
+            if agora >= proximo_batimento:
+                proximo_batimento = agora + batimento
+                for assinatura in self._todas():
+                    assinatura.entregar(BATIMENTO)
+            await asyncio.sleep(max(0.0, ciclo + intervalo - time.monotonic()))
+
+
+async def _ponto_de_partida(conexao: psycopg.AsyncConnection[Any]) -> int:
+    """Where a new process starts reading: the newest event taken longer ago
+    than the gap wait (any lower id still missing would be given up on by
+    now anyway: it was taken before that one's criado_em), else just before
+    the oldest kept event, else the sequence's last id (an empty table: no
+    event in the retention, so none in flight but by a rare coincidence)."""
+    cursor = await conexao.execute(
+        """
+        SELECT coalesce(
+            (SELECT id FROM relatorio_eventos
+              WHERE criado_em < clock_timestamp() - make_interval(secs => %s)
+              ORDER BY id DESC LIMIT 1),
+            (SELECT min(id) - 1 FROM relatorio_eventos),
+            (SELECT CASE WHEN is_called THEN last_value ELSE 0 END
+               FROM relatorio_eventos_id_seq))
+        """,
+        [settings.RELATORIOS_EVENTOS_ESPERA_LACUNA_S],
+    )
+    linha = await cursor.fetchone()
+    assert linha is not None
+    return int(linha[0])
 
 
 def parametros_de_conexao() -> dict[str, Any]:
-    """The LISTEN connection's: the database of Django's `default`, with TCP
+    """The reader's connection's: the database of Django's `default`, with TCP
     keepalives so a peer that vanished is noticed by the kernel too."""
     banco = connections["default"].settings_dict
     parametros: dict[str, Any] = {

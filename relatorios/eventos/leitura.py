@@ -1,9 +1,14 @@
 """Reads of relatorio_eventos: where a stream starts, what it missed, retention.
 
-Ids follow commit order (relatorios/banco/sql/relatorios_publicar.sql), so
-"the tenant's events with id > n" is everything committed after event n,
-and nothing else. Synchronous (Django's connection): the streams call these
-through `sync_to_async` for the moment of the read only.
+Ids follow commit order only up to overlapping commits
+(relatorios/banco/sql/relatorios_publicar.sql): the table may show id n+1
+while n's commit is in flight. So a stream reads the table only up to its
+process's position (`central.Central.posicao`: every id up to it settled)
+and gets what comes after from its queue; then "the events with id > n" is
+every event after n, each once. One job's events do follow its commits (the
+job row's lock orders them), so a job's own stream may read past it.
+Synchronous (Django's connection): the streams call these through
+`sync_to_async` for the moment of the read only.
 """
 
 from __future__ import annotations
@@ -27,26 +32,14 @@ LOTE = 500
 
 @dataclass(frozen=True)
 class Aviso:
-    """One published event, as NOTIFY carries it or the table holds it."""
+    """One published event, as the table holds it."""
 
     id: int
     tenant_id: int
     job_id: int | None
     tipo: str
     em: str | None
-    # None when the event was too large for NOTIFY: read it from the table.
-    dados: dict[str, Any] | None
-
-    @classmethod
-    def da_notificacao(cls, texto: Any) -> Aviso:
-        return cls(
-            id=int(texto["id"]),
-            tenant_id=int(texto["tenant"]),
-            job_id=None if texto.get("job") is None else int(texto["job"]),
-            tipo=str(texto["tipo"]),
-            em=texto.get("em"),
-            dados=texto.get("dados"),
-        )
+    dados: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -56,12 +49,13 @@ class Retomada:
 
     eventos: list[Aviso]
     conhecido: bool
-    # The tenant's newest event id when it was read: the stream's position
-    # when the client gave none.
+    # The tenant's newest event id up to the bound (the id a stream shows
+    # as its position when the client gave none; 0 when there is none).
     ultimo: int
 
 
-def _avisos(linhas: list[Any]) -> list[Aviso]:
+def avisos(linhas: list[Any]) -> list[Aviso]:
+    """Rows of `COLUNAS` as events."""
     return [
         Aviso(
             id=linha[0],
@@ -75,30 +69,45 @@ def _avisos(linhas: list[Any]) -> list[Aviso]:
     ]
 
 
-_COLUNAS = "id, tenant_id, job_id, tipo, relatorios_instante(criado_em), dados"
+COLUNAS = "id, tenant_id, job_id, tipo, relatorios_instante(criado_em), dados"
 
 
 def eventos_apos(
-    *, tenant_id: int, apos: int, job_id: int | None = None, lote: int = LOTE
+    *,
+    tenant_id: int,
+    apos: int,
+    ate: int | None,
+    job_id: int | None = None,
+    lote: int = LOTE,
 ) -> list[Aviso]:
-    """The tenant's (or one of its jobs') events after id `apos`, oldest first
-    (index relatorio_eventos_tenant)."""
-    filtro = "" if job_id is None else "AND job_id = %s"
+    """The tenant's (or one of its jobs') events after id `apos` and up to
+    `ate` (the process's position; None for one job's, whose ids follow its
+    commits), oldest first (index relatorio_eventos_tenant)."""
+    filtros, parametros = "", [tenant_id, apos]
+    if ate is not None:
+        filtros += " AND id <= %s"
+        parametros.append(ate)
+    if job_id is not None:
+        filtros += " AND job_id = %s"
+        parametros.append(job_id)
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
-            SELECT {_COLUNAS} FROM relatorio_eventos
-             WHERE tenant_id = %s AND id > %s {filtro}
+            SELECT {COLUNAS} FROM relatorio_eventos
+             WHERE tenant_id = %s AND id > %s {filtros}
              ORDER BY id LIMIT %s
             """,
-            [tenant_id, apos, *([] if job_id is None else [job_id]), lote],
+            [*parametros, lote],
         )
-        return _avisos(cursor.fetchall())
+        return avisos(cursor.fetchall())
 
 
-def retomar(*, tenant_id: int, apos: int | None, job_id: int | None = None) -> Retomada:
+def retomar(
+    *, tenant_id: int, apos: int | None, ate: int | None, job_id: int | None = None
+) -> Retomada:
     """A stream's start: its position, and, with the client's Last-Event-ID
-    (`apos`), the first batch of what came after it.
+    (`apos`), the first batch of what came after it, up to `ate`
+    (`eventos_apos`).
 
     `conhecido` is False when the client's event is no longer in the table
     (past RELATORIOS_EVENTOS_RETENCAO_S, or an id that was never this
@@ -107,51 +116,53 @@ def retomar(*, tenant_id: int, apos: int | None, job_id: int | None = None) -> R
     with connection.cursor() as cursor:
         cursor.execute(
             """
-            SELECT (SELECT max(id) FROM relatorio_eventos WHERE tenant_id = %s),
+            SELECT (SELECT max(id) FROM relatorio_eventos
+                     WHERE tenant_id = %s AND id <= coalesce(%s, id)),
                    EXISTS (SELECT 1 FROM relatorio_eventos
                             WHERE id = %s AND tenant_id = %s)
             """,
-            [tenant_id, apos or 0, tenant_id],
+            [tenant_id, ate, apos or 0, tenant_id],
         )
         ultimo, conhecido = cursor.fetchone()
     eventos = (
         []
         if apos is None
-        else eventos_apos(tenant_id=tenant_id, apos=apos, job_id=job_id)
+        else eventos_apos(tenant_id=tenant_id, apos=apos, ate=ate, job_id=job_id)
     )
     return Retomada(eventos=eventos, conhecido=bool(conhecido), ultimo=ultimo or 0)
-
-
-def ler(evento_id: int) -> Aviso | None:
-    """One event by id (one too large for its NOTIFY)."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {_COLUNAS} FROM relatorio_eventos WHERE id = %s", [evento_id]
-        )
-        linhas = cursor.fetchall()
-    return _avisos(linhas)[0] if linhas else None
 
 
 def expurgar(*, agora: datetime | None = None) -> int:
     """Delete the events older than RELATORIOS_EVENTOS_RETENCAO_S, oldest
     first, in bounded batches; returns how many.
 
-    A prefix of ids: `criado_em` is read under the publishing lock, so it
-    grows with the id, and "the client's event is still here" then means
-    "everything after it is still here" (`retomar`).
+    A prefix of ids: everything below the first event (by id) that is still
+    young, so "the client's event is still here" means "everything after it
+    is still here" (`retomar`). `criado_em` only nearly grows with the id
+    (two overlapping commits may cross by microseconds), so the cut is by id.
     """
     total = 0
     with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT coalesce(
+                (SELECT id FROM relatorio_eventos
+                  WHERE criado_em >= coalesce(%s, now()) - make_interval(secs => %s)
+                  ORDER BY id LIMIT 1),
+                (SELECT max(id) + 1 FROM relatorio_eventos),
+                0)
+            """,
+            [agora, settings.RELATORIOS_EVENTOS_RETENCAO_S],
+        )
+        (limite,) = cursor.fetchone()
         while True:
             cursor.execute(
                 """
                 DELETE FROM relatorio_eventos
-                 WHERE id IN (SELECT id FROM relatorio_eventos
-                               WHERE criado_em < coalesce(%s, now())
-                                     - make_interval(secs => %s)
+                 WHERE id IN (SELECT id FROM relatorio_eventos WHERE id < %s
                                ORDER BY id LIMIT 10000)
                 """,
-                [agora, settings.RELATORIOS_EVENTOS_RETENCAO_S],
+                [limite],
             )
             total += cursor.rowcount
             if cursor.rowcount < 10000:

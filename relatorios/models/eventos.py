@@ -9,7 +9,9 @@ class EventoPublicado(models.Model):
 
     Written only by the database's triggers (relatorios/banco/sql/
     relatorios_publicar.sql), at the commit of the change it reports; the id
-    follows commit order. No foreign keys: it is a log that outlives the
+    follows commit order except across overlapping commits, which the
+    events processes' reader waits out (relatorios/eventos/ordem.py). No
+    foreign keys: it is a log that outlives the
     jobs retention deletes, and the insert sits on the submit and claim
     paths, where each check costs.
     """

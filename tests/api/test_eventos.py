@@ -1,8 +1,9 @@
 """The event streams, against the real events process (granian ASGI), real
-qclusters and the real PostgreSQL LISTEN/NOTIFY."""
+qclusters and the real PostgreSQL, with commits that overlap."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,6 +17,7 @@ from django.db import connection
 from relatorios.jobs import pedidos
 from relatorios.models import EventoPublicado, Tenant
 from tests import helpers, processos
+from tests.eventos.leitor import DEPOIS_DO_EVENTO
 from tests.sse import Fluxo, abrir
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
@@ -249,7 +251,7 @@ def test_limites_por_token_e_por_processo(
     )
 
 
-def _backend_do_listen() -> int | None:
+def _backend_do_leitor() -> int | None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE application_name ="
@@ -259,7 +261,7 @@ def _backend_do_listen() -> int | None:
     return None if linha is None else int(linha[0])
 
 
-def test_conexao_de_listen_derrubada_nao_perde_evento(
+def test_conexao_de_leitura_derrubada_nao_perde_evento(
     tenant: Tenant, token: str, eventos: Callable[..., str]
 ) -> None:
     url = eventos()
@@ -267,11 +269,11 @@ def test_conexao_de_listen_derrubada_nao_perde_evento(
     do_job = abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
     do_tenant = abrir(f"{url}/relatorios/eventos", token=token)
     do_job.esperar(lambda f: f.eventos, descricao="o estado inicial")
-    antes = helpers.esperar(_backend_do_listen, descricao="a conexão de LISTEN")
+    antes = helpers.esperar(_backend_do_leitor, descricao="a conexão de leitura")
     dsn = processos.ambiente()["DATABASE_URL"]
     with psycopg.connect(dsn, autocommit=True) as outra:
         outra.execute("SELECT pg_terminate_backend(%s)", [antes])
-        # Changes committed while the process has no LISTEN connection.
+        # Changes committed while the process has no reading connection.
         for progresso in range(1, 21):
             outra.execute(
                 "UPDATE relatorio_jobs SET progresso = %s WHERE id = %s",
@@ -281,7 +283,7 @@ def test_conexao_de_listen_derrubada_nao_perde_evento(
         lambda f: len(f.eventos) == 21, descricao="os 20 eventos sem conexão"
     )
     do_tenant.esperar(lambda f: len(f.eventos) == 20, descricao="os 20 no tenant")
-    depois = helpers.esperar(_backend_do_listen, descricao="LISTEN de volta")
+    depois = helpers.esperar(_backend_do_leitor, descricao="a leitura de volta")
 
     assert vistos(do_job) == publicados(job_id)
     assert [int(e.id or 0) for e in do_tenant.eventos] == [
@@ -290,6 +292,74 @@ def test_conexao_de_listen_derrubada_nao_perde_evento(
     assert depois != antes
     time.sleep(1.5)  # a heartbeat later, still nothing twice
     assert len(do_job.eventos) == 21
+
+
+def progressos(fluxo: Fluxo) -> list[tuple[int, int]]:
+    """A tenant stream's job events with a progress set by the test (the
+    submits' events may precede its position, or not)."""
+    return [
+        (e.dados["data"]["id"], e.dados["data"]["progresso"])
+        for e in fluxo.eventos
+        if e.tipo.startswith("job.") and e.dados["data"]["progresso"] > 0
+    ]
+
+
+def test_retomar_com_um_commit_em_voo_recebe_o_evento_dele_na_ordem(
+    tenant: Tenant, token: str, eventos: Callable[..., str]
+) -> None:
+    """A commit takes its id, then stays in its COMMIT; a later one commits
+    with the next id and is visible first. A client resuming meanwhile from
+    before both gets both, in order, as does one already open: neither
+    skips the slow one's for having the higher id first."""
+    url = eventos(RELATORIOS_EVENTOS_ESPERA_LACUNA_S="30")
+    primeiro = submeter(tenant)
+    segundo = pedidos.submeter(
+        tenant_id=tenant.pk,
+        tipo="teste_lento",
+        params_brutos={"inicio": "2026-05-01", "fim": "2026-05-31"},
+        usuario_id=None,
+    ).job.id
+    ao_vivo = abrir(f"{url}/relatorios/eventos", token=token)
+    ao_vivo.esperar(lambda f: f.ultimo_id is not None, descricao="a abertura")
+    antes = ao_vivo.ultimo_id
+    assert antes is not None
+    dsn = processos.ambiente()["DATABASE_URL"]
+    with psycopg.connect(dsn) as lenta, psycopg.connect(dsn) as rapida:
+        lenta.execute(DEPOIS_DO_EVENTO)
+        lenta.commit()
+        lenta.execute(
+            "UPDATE relatorio_jobs SET progresso = 1 WHERE id = %s", [primeiro]
+        )
+        lenta.execute("INSERT INTO espera VALUES (5)")
+        em_curso = threading.Thread(target=lenta.commit)
+        em_curso.start()
+        time.sleep(0.3)  # the slow COMMIT has taken its id and sleeps
+        rapida.execute(
+            "UPDATE relatorio_jobs SET progresso = 2 WHERE id = %s", [segundo]
+        )
+        rapida.commit()
+        visiveis = [
+            linha[0]
+            for linha in rapida.execute(
+                "SELECT job_id FROM relatorio_eventos WHERE id > %s"
+                " AND (dados->>'progresso')::int > 0 ORDER BY id",
+                [int(antes)],
+            )
+        ]
+        retomado = abrir(f"{url}/relatorios/eventos", token=token, ultimo=antes)
+        retomado.esperar(lambda f: f.status is not None, descricao="a retomada")
+        aberto_em_voo = em_curso.is_alive()
+        em_curso.join()
+    for fluxo in (ao_vivo, retomado):
+        fluxo.esperar(lambda f: len(progressos(f)) == 2, descricao="os dois")
+
+    assert visiveis == [segundo]  # the slow one's lower id was not visible
+    assert aberto_em_voo
+    for fluxo in (ao_vivo, retomado):
+        assert progressos(fluxo) == [(primeiro, 1), (segundo, 2)]
+        ids = [int(e.id or 0) for e in fluxo.eventos]
+        assert ids == sorted(ids)
+        assert len(ids) == len(set(ids))
 
 
 def test_cada_processo_de_eventos_ve_cada_evento(

@@ -1,12 +1,13 @@
-"""What the database publishes (migration 0019), read back from its table and
-from a real LISTEN connection."""
+"""What the database publishes (migrations 0019, 0028), read back from its
+table and from a real reader (`eventos.central.Central`) in this process,
+with real concurrent connections for the commits that overlap."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from datetime import timedelta
+from typing import Any
 
 import psycopg
 import pytest
@@ -17,7 +18,8 @@ from django.utils import timezone
 from relatorios.eventos import leitura
 from relatorios.jobs import pedidos
 from relatorios.models import EventoPublicado, RelatorioJob, Tenant
-from tests import processos
+from tests import helpers, processos
+from tests.eventos.leitor import DEPOIS_DO_EVENTO, Leitor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -52,20 +54,27 @@ def test_so_mudancas_de_estado_ou_progresso_publicam(tenant: Tenant) -> None:
     ]
 
 
-def test_mudanca_desfeita_nao_e_publicada_nem_anunciada(tenant: Tenant) -> None:
-    job_id = submeter(tenant)
-    dsn = processos.ambiente()["DATABASE_URL"]
-    with psycopg.connect(dsn, autocommit=True) as ouvinte:
-        ouvinte.execute("LISTEN relatorios_eventos")
+def test_mudanca_desfeita_nao_e_publicada_nem_anunciada(
+    tenant: Tenant, settings: Any
+) -> None:
+    settings.RELATORIOS_EVENTOS_ESPERA_LACUNA_S = 30
+    with Leitor(tenant.pk) as leitor:
+        job_id = submeter(tenant)
         with transaction.atomic():
             RelatorioJob.objects.filter(pk=job_id).update(progresso=10)
             transaction.set_rollback(True)
         RelatorioJob.objects.filter(pk=job_id).update(progresso=20)
-        avisos = [json.loads(n.payload) for n in ouvinte.notifies(timeout=2)]
+        helpers.esperar(
+            lambda: len(leitor.recebidos) == 2, descricao="os eventos confirmados"
+        )
+        time.sleep(0.5)  # a few reads later, still only those
 
     assert tipos(job_id) == [("job.pendente", 0), ("job.pendente", 20)]
-    assert [(a["job"], a["dados"]["progresso"]) for a in avisos] == [(job_id, 20)]
-    assert avisos[0]["id"] == EventoPublicado.objects.latest("id").id
+    assert [(a.job_id, a.dados["progresso"]) for a, _ in leitor.recebidos] == [
+        (job_id, 0),
+        (job_id, 20),
+    ]
+    assert leitor.ids()[-1] == EventoPublicado.objects.latest("id").id
 
 
 def test_ids_seguem_a_ordem_dos_commits(tenant: Tenant) -> None:
@@ -94,12 +103,12 @@ def test_retomar_depois_de_um_id_e_a_lacuna_alem_da_retencao(tenant: Tenant) -> 
     for progresso in (10, 20, 30):
         RelatorioJob.objects.filter(pk=job_id).update(progresso=progresso)
     ids = [e.id for e in EventoPublicado.objects.filter(job_id=job_id).order_by("id")]
-    retomada = leitura.retomar(tenant_id=tenant.pk, apos=ids[1])
+    retomada = leitura.retomar(tenant_id=tenant.pk, apos=ids[1], ate=None)
     EventoPublicado.objects.filter(id__in=ids[:2]).update(
         criado_em=timezone.now() - timedelta(hours=2)
     )
     expurgados = leitura.expurgar()
-    depois = leitura.retomar(tenant_id=tenant.pk, apos=ids[1])
+    depois = leitura.retomar(tenant_id=tenant.pk, apos=ids[1], ate=None)
 
     assert [e.id for e in retomada.eventos] == ids[2:]
     assert retomada.conhecido is True
@@ -143,43 +152,97 @@ def test_alerta_aberto_e_fechado_sao_publicados(tenant: Tenant) -> None:
     assert eventos[1].dados["fechado_em"] is not None
 
 
-def test_quem_ve_um_evento_ve_todos_os_anteriores(tenant: Tenant) -> None:
+def _progresso(conexao: psycopg.Connection[Any], job_id: int, valor: int) -> None:
+    conexao.execute(
+        "UPDATE relatorio_jobs SET progresso = %s WHERE id = %s", [valor, job_id]
+    )
+
+
+def _visiveis(conexao: psycopg.Connection[Any], jobs: list[int]) -> list[int]:
+    return [
+        linha[0]
+        for linha in conexao.execute(
+            "SELECT job_id FROM relatorio_eventos WHERE job_id = ANY(%s)"
+            " AND (dados->>'progresso')::int > 0 ORDER BY id",
+            [jobs],
+        )
+    ]
+
+
+def mudancas(leitor: Leitor) -> list[tuple[int | None, int]]:
+    """What the reader handed out of the progress set here (the submits'
+    events, older than the reader, may or may not be read: where a new
+    process starts)."""
+    return [
+        (a.job_id, a.dados["progresso"])
+        for a, _ in leitor.recebidos
+        if a.dados["progresso"] > 0
+    ]
+
+
+def test_commit_lento_com_id_menor_e_entregue_antes_do_rapido(
+    tenant: Tenant, settings: Any
+) -> None:
     """Two commits that overlap: the first takes its id, then stays in its
-    COMMIT for a second (a later deferred trigger sleeps); the second commits
-    meanwhile. Its id is higher, so when it is visible the first's must be."""
+    COMMIT for a second; the second commits meanwhile, with the higher id,
+    and is visible first. The reader hands them out in id order."""
+    settings.RELATORIOS_EVENTOS_ESPERA_LACUNA_S = 30
     primeiro, segundo = submeter(tenant), submeter(tenant, fim="2026-02-28")
     dsn = processos.ambiente()["DATABASE_URL"]
-    with psycopg.connect(dsn) as lenta, psycopg.connect(dsn) as rapida:
-        lenta.execute(
-            """
-            CREATE TEMP TABLE espera (x int);
-            CREATE FUNCTION pg_temp.dormir() RETURNS trigger LANGUAGE plpgsql
-                AS $$ BEGIN PERFORM pg_sleep(1); RETURN NULL; END $$;
-            CREATE CONSTRAINT TRIGGER dormir AFTER INSERT ON espera
-                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
-                EXECUTE FUNCTION pg_temp.dormir();
-            """
-        )
+    with (
+        Leitor(tenant.pk) as leitor,
+        psycopg.connect(dsn) as lenta,
+        psycopg.connect(dsn) as rapida,
+    ):
+        lenta.execute(DEPOIS_DO_EVENTO)
         lenta.commit()
-        lenta.execute(
-            "UPDATE relatorio_jobs SET progresso = 1 WHERE id = %s", [primeiro]
-        )
+        _progresso(lenta, primeiro, 1)
         lenta.execute("INSERT INTO espera VALUES (1)")
         em_curso = threading.Thread(target=lenta.commit)
         em_curso.start()
         time.sleep(0.3)  # the slow COMMIT has taken its id and sleeps
-        rapida.execute(
-            "UPDATE relatorio_jobs SET progresso = 2 WHERE id = %s", [segundo]
-        )
+        _progresso(rapida, segundo, 2)
         rapida.commit()
-        visiveis = [
-            linha[0]
-            for linha in rapida.execute(
-                "SELECT job_id FROM relatorio_eventos WHERE job_id = ANY(%s)"
-                " AND (dados->>'progresso')::int > 0 ORDER BY id",
-                [[primeiro, segundo]],
-            )
-        ]
+        visiveis_antes = _visiveis(rapida, [primeiro, segundo])
+        recebidos_antes = mudancas(leitor)
         em_curso.join()
+        helpers.esperar(lambda: len(mudancas(leitor)) == 2, descricao="os dois")
 
-    assert visiveis == [primeiro, segundo]
+    assert visiveis_antes == [segundo]  # the gap the reader had to wait on
+    assert recebidos_antes == []
+    assert mudancas(leitor) == [(primeiro, 1), (segundo, 2)]
+    assert leitor.ids() == sorted(leitor.ids())
+
+
+def test_id_de_commit_desfeito_nao_trava_alem_da_espera(
+    tenant: Tenant, settings: Any
+) -> None:
+    """A COMMIT that fails after the events' trigger took its id leaves a gap
+    forever; the next event waits for it RELATORIOS_EVENTOS_ESPERA_LACUNA_S,
+    then goes out."""
+    settings.RELATORIOS_EVENTOS_ESPERA_LACUNA_S = 0.5
+    dsn = processos.ambiente()["DATABASE_URL"]
+    with Leitor(tenant.pk) as leitor, psycopg.connect(dsn) as outra:
+        job_id = submeter(tenant)
+        helpers.esperar(lambda: leitor.recebidos, descricao="o evento do pedido")
+        antes = leitor.ids()[-1]
+        outra.execute(DEPOIS_DO_EVENTO)
+        outra.commit()
+        _progresso(outra, job_id, 1)
+        outra.execute("INSERT INTO espera VALUES (0)")
+        with pytest.raises(psycopg.errors.RaiseException):
+            outra.commit()
+        outra.rollback()
+        _progresso(outra, job_id, 2)
+        outra.commit()
+        confirmado = time.monotonic()
+        helpers.esperar(
+            lambda: len(leitor.recebidos) == 2, descricao="o evento depois da lacuna"
+        )
+        time.sleep(0.3)
+
+    (_, _), (depois, chegou) = leitor.recebidos
+    assert depois.dados["progresso"] == 2
+    assert depois.id == antes + 2  # the failed COMMIT took antes + 1
+    assert not EventoPublicado.objects.filter(id=antes + 1).exists()
+    assert chegou - confirmado >= 0.5
