@@ -209,10 +209,10 @@ def _esperar(contar: Any, n: int, descricao: str, *, timeout: float) -> None:
 
 
 def _contar_terminados(tenant_id: int) -> int:
-    from relatorios.models import RelatorioJob, Status
+    from relatorios.models import EstadoDoJob, RelatorioJob
 
     return RelatorioJob.objects.filter(
-        tenant_id=tenant_id, status__in=(Status.PRONTO, Status.FALHOU)
+        tenant_id=tenant_id, status__in=(EstadoDoJob.PRONTO, EstadoDoJob.FALHOU)
     ).count()
 
 

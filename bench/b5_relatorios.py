@@ -134,7 +134,7 @@ def _job(
 ) -> tuple[float, int]:
     """One run of the request by the cluster: (claim -> finish s, peak RSS kB)."""
     from relatorios.jobs import pedidos
-    from relatorios.models import RelatorioJob, Status
+    from relatorios.models import EstadoDoJob, RelatorioJob
 
     pids = cluster.pids()
     for pid in pids:
@@ -153,12 +153,12 @@ def _job(
     job_id = submissao.job.id
     while True:
         job = RelatorioJob.objects.get(pk=job_id)
-        if job.status in (Status.PRONTO, Status.FALHOU):
+        if job.status in (EstadoDoJob.PRONTO, EstadoDoJob.FALHOU):
             break
         if time.monotonic() > limite:
             raise RuntimeError(f"B5 {tipo}: job {job_id} did not finish")
         time.sleep(0.1)
-    if job.status != Status.PRONTO:
+    if job.status != EstadoDoJob.PRONTO:
         raise RuntimeError(f"B5 {tipo}: job {job_id} failed: {job.erro}")
     if job.concluido_em is None or job.iniciado_em is None:
         raise RuntimeError(f"B5 {tipo}: job {job_id} has no timestamps")

@@ -38,7 +38,7 @@ def ambiente(**extras: str) -> dict[str, str]:
     # Test defaults first, then what the test set in the environment (the
     # `ajustes` fixture), then the explicit extras.
     # Logs as key=value, which the tests grep (test_logs.py asks for JSON).
-    env = {"RELATORIOS_HEARTBEAT_S": "0.5", "Q_POLL_S": "0.05", "LOG_FORMAT": "texto"}
+    env = {"RELATORIOS_BATIMENTO_S": "0.5", "Q_POLL_S": "0.05", "LOG_FORMAT": "texto"}
     env.update(os.environ)
     # Set for the browser test's own process only (tests/paginas/test_navegador.py).
     env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)

@@ -17,7 +17,7 @@ from django.db import connection
 from django.db.models import Count, Min, Q
 from django.utils import timezone
 
-from relatorios.models import RelatorioJob, RelatorioTentativa, Status
+from relatorios.models import EstadoDoJob, RelatorioJob, RelatorioTentativa
 from relatorios.models.jobs import ATIVOS, Agora
 
 JANELA = timedelta(hours=24)
@@ -51,19 +51,21 @@ class Indicadores:
 def pendentes_antigos() -> Any:
     """Pending for longer than RELATORIOS_PENDENTE_ANTIGO_S (the admin filter)."""
     limite = Agora() - timedelta(seconds=settings.RELATORIOS_PENDENTE_ANTIGO_S)
-    return RelatorioJob.objects.filter(status=Status.PENDENTE, criado_em__lt=limite)
+    return RelatorioJob.objects.filter(
+        status=EstadoDoJob.PENDENTE, criado_em__lt=limite
+    )
 
 
 def falhos_recentes() -> Any:
     return RelatorioJob.objects.filter(
-        status=Status.FALHOU, concluido_em__gte=Agora() - JANELA
+        status=EstadoDoJob.FALHOU, concluido_em__gte=Agora() - JANELA
     )
 
 
 def calcular() -> Indicadores:
     from django_q.models import OrmQ
 
-    pendentes = RelatorioJob.objects.filter(status=Status.PENDENTE).aggregate(
+    pendentes = RelatorioJob.objects.filter(status=EstadoDoJob.PENDENTE).aggregate(
         n=Count("pk"),
         aguardando=Count("pk", filter=Q(enfileirado_em__isnull=True)),
         mais_antigo=Min("criado_em"),
@@ -76,7 +78,8 @@ def calcular() -> Indicadores:
         .order_by()
     ) + list(
         RelatorioJob.objects.filter(
-            status__in=(Status.PRONTO, Status.FALHOU), criado_em__gte=Agora() - JANELA
+            status__in=(EstadoDoJob.PRONTO, EstadoDoJob.FALHOU),
+            criado_em__gte=Agora() - JANELA,
         )
         .values_list("tipo", "status")
         .annotate(n=Count("pk"))
@@ -192,7 +195,7 @@ def linha_do_tempo(job: RelatorioJob, *, limite: int = 50) -> list[Evento]:
             Evento(job.iniciado_em, "iniciado", f"tentativa {job.tentativas}")
         )
     if job.heartbeat_em:
-        eventos.append(Evento(job.heartbeat_em, "último heartbeat"))
+        eventos.append(Evento(job.heartbeat_em, "último batimento"))
     if job.proxima_tentativa_em:
         eventos.append(
             Evento(job.proxima_tentativa_em, "próxima tentativa", job.erro or "")

@@ -43,7 +43,7 @@ from relatorios.admin.paginacao import PaginadorEstimado
 from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, suporte
 from relatorios.jobs.suporte import Acao
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from relatorios.models.jobs import ATIVOS
 from relatorios.operacao.downloads import resposta_de_download
 
@@ -64,7 +64,7 @@ class FiltroSituacao(admin.SimpleListFilter):
         minutos = settings.RELATORIOS_PENDENTE_ANTIGO_S // 60
         opcoes = [
             ("falhou", "falhou"),
-            ("travado", "travado (sem heartbeat)"),
+            ("travado", "travado (sem batimento)"),
             ("pendente_antigo", f"pendente há mais de {minutos} min"),
             ("expirado", "resultado expirado"),
         ]
@@ -77,7 +77,7 @@ class FiltroSituacao(admin.SimpleListFilter):
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet | None:
         valor = self.value()
         if valor == "falhou":
-            return queryset.filter(status=Status.FALHOU)
+            return queryset.filter(status=EstadoDoJob.FALHOU)
         if valor == "travado":
             return queryset & RelatorioJob.objects.travados()
         if valor == "pendente_antigo":
@@ -106,7 +106,7 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
         "status_colorido",
         "tentativas",
         "idade",
-        "desde_o_heartbeat",
+        "desde_o_batimento",
         "duracao",
         "erro_resumido",
     )
@@ -192,7 +192,7 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
     @admin.display(description="status", ordering="status")
     def status_colorido(self, job: RelatorioJob) -> str:
         situacao = str(job.status)
-        if job.status == Status.EXECUTANDO and _travado(job):
+        if job.status == EstadoDoJob.EXECUTANDO and _travado(job):
             situacao = "travado"
         return format_html(
             '<span class="job-status job-status-{}">{}</span>',
@@ -204,9 +204,9 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
     def idade(self, job: RelatorioJob) -> str:
         return curto(timezone.now() - job.criado_em)
 
-    @admin.display(description="último heartbeat")
-    def desde_o_heartbeat(self, job: RelatorioJob) -> str:
-        if job.status != Status.EXECUTANDO or job.heartbeat_em is None:
+    @admin.display(description="último batimento")
+    def desde_o_batimento(self, job: RelatorioJob) -> str:
+        if job.status != EstadoDoJob.EXECUTANDO or job.heartbeat_em is None:
             return "—"
         return f"há {curto(timezone.now() - job.heartbeat_em)}"
 
@@ -216,7 +216,7 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
             return "—"
         if job.concluido_em is not None and job.concluido_em >= job.iniciado_em:
             return curto(job.concluido_em - job.iniciado_em)
-        if job.status == Status.EXECUTANDO:
+        if job.status == EstadoDoJob.EXECUTANDO:
             return f"{curto(timezone.now() - job.iniciado_em)} (em curso)"
         return "—"
 
@@ -257,7 +257,7 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
     @admin.display(description="resultado")
     def resultado_formatado(self, job: RelatorioJob) -> str:
         links = ""
-        if job.status == Status.PRONTO:
+        if job.status == EstadoDoJob.PRONTO:
             links = format_html(
                 'Baixe completo: <a href="{}">JSON</a> · <a href="{}">CSV</a>.',
                 reverse("admin:relatorios_relatoriojob_resultado_json", args=[job.pk]),
@@ -385,7 +385,7 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
             .only("id", "tenant_id", "tipo", "status", "params")
             .first()
         )
-        if job is None or job.status != Status.PRONTO:
+        if job is None or job.status != EstadoDoJob.PRONTO:
             raise Http404
         return resposta_de_download(
             planilha.linhas_csv(job),
@@ -522,14 +522,16 @@ def acoes_possiveis(job: RelatorioJob) -> list[str]:
     acoes = []
     agora = timezone.now()
     if (
-        job.status == Status.FALHOU
-        or (job.status == Status.EXECUTANDO and _travado(job))
-        or (job.status == Status.PRONTO and job.expira_em and job.expira_em < agora)
+        job.status == EstadoDoJob.FALHOU
+        or (job.status == EstadoDoJob.EXECUTANDO and _travado(job))
+        or (
+            job.status == EstadoDoJob.PRONTO and job.expira_em and job.expira_em < agora
+        )
     ):
         acoes.append("reexecutar")
     if job.status in ATIVOS:
         acoes.append("marcar_como_falhou")
-    if job.status == Status.PRONTO and job.expira_em and job.expira_em > agora:
+    if job.status == EstadoDoJob.PRONTO and job.expira_em and job.expira_em > agora:
         acoes.append("expirar_resultado")
     return acoes
 

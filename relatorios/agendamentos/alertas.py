@@ -44,7 +44,7 @@ from relatorios.agendamentos import agenda, entregas
 from relatorios.banco.comum import agora_do_banco
 from relatorios.jobs import pedidos, suporte
 from relatorios.jobs.suporte import Acao
-from relatorios.models import Agendamento, Alerta, Evento, Ocorrencia, Status
+from relatorios.models import Agendamento, Alerta, EstadoDoJob, Evento, Ocorrencia
 from relatorios.notificacoes import saida
 from relatorios.operacao import metricas
 
@@ -317,14 +317,14 @@ def motivo_do_alerta(
     progresso: int | None,
 ) -> str:
     """Why the report is not `pronto`, in words a manager can act on."""
-    if status == Status.PRONTO:
+    if status == EstadoDoJob.PRONTO:
         # Late is a missed deadline too: it opens, then closes in the same pass.
         return "o relatório ficou pronto depois do prazo"
-    if status == Status.FALHOU:
+    if status == EstadoDoJob.FALHOU:
         return f"o relatório falhou: {erro or 'sem detalhe'}"
-    if status == Status.EXECUTANDO:
+    if status == EstadoDoJob.EXECUTANDO:
         return f"o prazo venceu com o relatório ainda executando ({progresso or 0}%)"
-    if status == Status.PENDENTE:
+    if status == EstadoDoJob.PENDENTE:
         return "o prazo venceu com o relatório ainda na fila"
     if estado == "recusada":
         return f"o pedido agendado foi recusado: {motivo}"

@@ -28,10 +28,10 @@ from relatorios.banco.comum import agora_do_banco, instante_do_banco, repetivel
 from relatorios.jobs import pedidos
 from relatorios.models import (
     Agendamento,
+    EstadoDoJob,
     EstadoOcorrencia,
     Ocorrencia,
     Recuperacao,
-    Status,
 )
 from relatorios.tipos.normalizacao import ErroDeParametro
 
@@ -250,7 +250,7 @@ def _submeter(
     # checker, it would judge a job that may by then have expired and
     # started over for another request (found by `make caos`).
     servida = (
-        job.status == Status.PRONTO
+        job.status == EstadoDoJob.PRONTO
         and job.concluido_em is not None
         and job.concluido_em <= prazo_em
     )

@@ -44,6 +44,7 @@ from rest_framework.authentication import get_authorization_header
 
 from relatorios.api.entrada import LimiteDoCorpo, TextoImpossivel, e_da_api
 from relatorios.operacao import logs
+from relatorios.operacao.conexao import ConexaoPerdida
 from relatorios.operacao.conflitos import ConflitoEntreTransacoes
 from relatorios.operacao.metricas import contar_resposta
 
@@ -112,10 +113,10 @@ class MiddlewareDaApi:
 
     MetricasHttp > SecurityMiddleware > RequestIdMiddleware > LimiteDoCorpo >
     TextoImpossivel > CommonMiddleware > XFrameOptionsMiddleware >
-    ConflitoEntreTransacoes (settings.MIDDLEWARE's order, browser-only ones
-    left out). tests/api/test_cadeia.py compares its answers with the full
-    chain's, header by header, and that these are still the full chain
-    without the browser's middlewares.
+    ConflitoEntreTransacoes > ConexaoPerdida (settings.MIDDLEWARE's order,
+    browser-only ones left out). tests/api/test_cadeia.py compares its answers
+    with the full chain's, header by header, and that these are still the
+    full chain without the browser's middlewares.
     """
 
     SUBSTITUI = (
@@ -127,6 +128,7 @@ class MiddlewareDaApi:
         "django.middleware.common.CommonMiddleware",
         "django.middleware.clickjacking.XFrameOptionsMiddleware",
         "relatorios.operacao.conflitos.ConflitoEntreTransacoes",
+        "relatorios.operacao.conexao.ConexaoPerdida",
     )
 
     def __init__(self, get_response: Callable[[HttpRequest], Any]):
@@ -137,6 +139,7 @@ class MiddlewareDaApi:
         self.comum = CommonMiddleware(get_response)
         self.quadros = XFrameOptionsMiddleware(get_response)
         self.conflito = ConflitoEntreTransacoes(get_response)
+        self.conexao = ConexaoPerdida(get_response)
         # Django turns an exception into a response at each layer it stacks;
         # here at the same two depths as in the full chain: what Security's
         # request hook raises (a bad Host when redirecting to HTTPS) still
@@ -177,9 +180,12 @@ class MiddlewareDaApi:
     def process_exception(
         self, request: HttpRequest, exception: Exception
     ) -> HttpResponseBase | None:
-        """A view's exception: the deadlock 409, else counted by type (as
-        the full chain's innermost-first order has it)."""
-        resposta = self.conflito.process_exception(request, exception)
+        """A view's exception: the lost connection's 503 or the deadlock
+        409, else counted by type (as the full chain's innermost-first order
+        has it)."""
+        resposta = self.conexao.process_exception(request, exception)
+        if resposta is None:
+            resposta = self.conflito.process_exception(request, exception)
         if resposta is None:
             self.metricas.exceptions_by_type.labels(type=type(exception).__name__).inc()
         return resposta

@@ -65,7 +65,7 @@ from relatorios.eventos.central import (
 )
 from relatorios.eventos.leitura import Aviso
 from relatorios.jobs import consultas
-from relatorios.models import Status
+from relatorios.models import EstadoDoJob
 from relatorios.models.jobs import TERMINAIS
 
 CABECALHO_DO_ULTIMO = "HTTP_LAST_EVENT_ID"
@@ -422,7 +422,7 @@ async def _quadro_do_job(aviso: Aviso) -> tuple[bytes, bool]:
     async def fazer() -> tuple[bytes, bool]:
         dados = aviso.dados
         atual = None
-        if dados.get("status") == Status.PRONTO:
+        if dados.get("status") == EstadoDoJob.PRONTO:
             atual = await sync_to_async(consultas.estado_do_job)(
                 tenant_id=aviso.tenant_id, job_id=int(dados["id"])
             )
@@ -458,7 +458,7 @@ def _dados_do_job_no_tenant(dados: dict[str, Any]) -> dict[str, Any]:
         "url": settings.RELATORIOS_URL_BASE + local_do_job(int(dados.get("id") or 0)),
         "concluido_em": dados.get("concluido_em"),
     }
-    if dados.get("status") == Status.FALHOU:
+    if dados.get("status") == EstadoDoJob.FALHOU:
         saida["erro"] = dados.get("erro")
     return saida
 
@@ -488,7 +488,7 @@ def _estado(dados: dict[str, Any], atual: consultas.JobEstado | None) -> Any:
     resultado = None
     if (
         atual is not None
-        and atual.status == Status.PRONTO
+        and atual.status == EstadoDoJob.PRONTO
         and atual.concluido_em == concluido_em
     ):
         resultado = atual.resultado

@@ -28,7 +28,7 @@ from relatorios.api.serializers import (
 )
 from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, pedidos
-from relatorios.models import RelatorioJob, Status
+from relatorios.models import EstadoDoJob, RelatorioJob
 from relatorios.models.jobs import ATIVOS
 from relatorios.notificacoes import arquivos
 from relatorios.notificacoes.email import email_para_notificar, inscrever
@@ -39,9 +39,9 @@ from relatorios.operacao.downloads import resposta_de_download
 
 def representar(job: Any) -> tuple[dict[str, Any], dict[str, str]]:
     """Body and headers for a job's current state (status endpoint)."""
-    if job.status == Status.PRONTO:
+    if job.status == EstadoDoJob.PRONTO:
         return corpo_pronto(job), {}
-    if job.status == Status.FALHOU:
+    if job.status == EstadoDoJob.FALHOU:
         return corpo_falhou(job), {}
     return corpo_em_andamento(job), {"Retry-After": consultas.RETRY_AFTER_S}
 
@@ -69,7 +69,7 @@ class SubmeterRelatorio(SoUsuarioDeTenant, ContaNaConsulta, APIView):
         if email is not None and job.status in ATIVOS:
             inscrever(job_id=job.id, email=email)
         cabecalhos = {"Location": local_do_job(job.id)}
-        if job.status == Status.PRONTO:
+        if job.status == EstadoDoJob.PRONTO:
             return Response(corpo_pronto(job), headers=cabecalhos)
         cabecalhos["Retry-After"] = consultas.RETRY_AFTER_S
         return Response(
@@ -152,7 +152,7 @@ class _ArquivoDoResultado(APIView):
             job_id=job_id,
             campos=("id", "tenant_id", "tipo", "status", "params", "concluido_em"),
         )
-        if job.status != Status.PRONTO:
+        if job.status != EstadoDoJob.PRONTO:
             raise ResultadoIndisponivel(
                 f"o relatório não está pronto (status: {job.status})"
             )

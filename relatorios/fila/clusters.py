@@ -53,7 +53,7 @@ from django_q.models import OrmQ
 from relatorios.banco import replica
 from relatorios.fila import mensagens
 from relatorios.fila.broker import chave_do_cluster
-from relatorios.models import Cluster, RelatorioJob, Status
+from relatorios.models import Cluster, EstadoDoJob, RelatorioJob
 
 logger = logging.getLogger(__name__)
 
@@ -285,7 +285,7 @@ def _devolver_mensagens() -> int:
     aguardando = set(
         RelatorioJob.objects.filter(
             pk__in=[j for j in job_das_retidas.values() if j is not None],
-            status=Status.PENDENTE,
+            status=EstadoDoJob.PENDENTE,
             enfileirado_em__isnull=False,
         ).values_list("id", flat=True)
     )

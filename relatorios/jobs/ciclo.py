@@ -24,10 +24,10 @@ from relatorios.fila import mensagens
 from relatorios.jobs.vagas import despachar, despachar_do_job, enfileirar
 from relatorios.models import (
     Desfecho,
+    EstadoDoJob,
     RelatorioJob,
     RelatorioParcial,
     RelatorioTentativa,
-    Status,
 )
 from relatorios.notificacoes import saida
 
@@ -236,7 +236,7 @@ def falhar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> bool:
     with transaction.atomic():
         ganhou = (
             _na_tentativa(tentativa).update(
-                status=Status.FALHOU,
+                status=EstadoDoJob.FALHOU,
                 erro=erro,
                 erro_detalhe=detalhe,
                 concluido_em=Now(),
@@ -263,7 +263,7 @@ def adiar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> str | None
     if tentativa.numero >= settings.RELATORIOS_MAX_TENTATIVAS:
         final = f"{erro} (após {tentativa.numero} tentativas)"
         return (
-            Status.FALHOU
+            EstadoDoJob.FALHOU
             if falhar(tentativa=tentativa, erro=final, detalhe=detalhe)
             else None
         )
@@ -277,7 +277,7 @@ def adiar(*, tentativa: Tentativa, erro: str, detalhe: str | None) -> str | None
         erro=erro,
         campos={"erro": erro, "erro_detalhe": detalhe},
     )
-    return Status.PENDENTE if ganhou else None
+    return EstadoDoJob.PENDENTE if ganhou else None
 
 
 def devolver(*, tentativa: Tentativa) -> bool:
@@ -302,7 +302,7 @@ def _de_volta_a_fila(
     with transaction.atomic():
         if (
             _na_tentativa(tentativa).update(
-                status=Status.PENDENTE,
+                status=EstadoDoJob.PENDENTE,
                 proxima_tentativa_em=quando,
                 enfileirado_em=Now(),
                 **campos,
@@ -333,7 +333,7 @@ def _na_tentativa(tentativa: Tentativa) -> Any:
     # lookup by id must never become a walk of the running-only index.
     return RelatorioJob.objects.alias(status_c=Collate("status", "C")).filter(
         pk=tentativa.job_id,
-        status_c=Status.EXECUTANDO,
+        status_c=EstadoDoJob.EXECUTANDO,
         tentativas=tentativa.numero,
         iniciado_em=tentativa.iniciado_em,
     )

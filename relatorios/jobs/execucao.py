@@ -180,7 +180,7 @@ _batimento: tuple[int, Batimento] | None = None
 def _batimento_do_processo() -> Batimento:
     global _batimento
     if _batimento is None or _batimento[0] != os.getpid():
-        batimento = Batimento(settings.RELATORIOS_HEARTBEAT_S)
+        batimento = Batimento(settings.RELATORIOS_BATIMENTO_S)
         batimento.start()
         _batimento = (os.getpid(), batimento)
     return _batimento[1]

@@ -19,8 +19,8 @@ from relatorios.jobs.vagas import (
 )
 from relatorios.models import (
     Desfecho,
+    EstadoDoJob,
     RelatorioJob,
-    Status,
 )
 from relatorios.models.jobs import Agora
 from relatorios.notificacoes import arquivos, links, saida
@@ -60,7 +60,7 @@ def reexecutar(*, job_id: int) -> Acao:
             return Acao(False, "o tenant está no limite de relatórios pendentes")
         # A stuck job is already counted in flight: it keeps its slot.
         com_mensagem = (
-            _status(cursor, job_id) == Status.EXECUTANDO
+            _status(cursor, job_id) == EstadoDoJob.EXECUTANDO
             or em_voo < settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT
         )
         cursor.execute(
@@ -97,9 +97,9 @@ def marcar_como_falhou(*, job_id: int, motivo: str) -> Acao:
         return Acao(False, "informe o motivo")
     with transaction.atomic():
         n = RelatorioJob.objects.filter(
-            pk=job_id, status__in=(Status.PENDENTE, Status.EXECUTANDO)
+            pk=job_id, status__in=(EstadoDoJob.PENDENTE, EstadoDoJob.EXECUTANDO)
         ).update(
-            status=Status.FALHOU,
+            status=EstadoDoJob.FALHOU,
             erro=motivo,
             # An earlier attempt's traceback would read as the cause; it is not.
             erro_detalhe="marcado como falhou pelo suporte",
@@ -124,7 +124,7 @@ def expirar_resultado(*, job_id: int) -> Acao:
         # Just before now(): the seed's restart test is `expira_em < now()`.
         expirados = list(
             RelatorioJob.objects.filter(
-                pk=job_id, status=Status.PRONTO, expira_em__gt=Now()
+                pk=job_id, status=EstadoDoJob.PRONTO, expira_em__gt=Now()
             )
             .values_list("concluido_em", flat=True)
             .select_for_update(no_key=True)

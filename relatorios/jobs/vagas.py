@@ -20,8 +20,8 @@ from django.db.backends.utils import CursorWrapper
 from relatorios import tipos
 from relatorios.fila import mensagens
 from relatorios.models import (
+    EstadoDoJob,
     RelatorioJob,
-    Status,
 )
 
 
@@ -100,7 +100,7 @@ def despachar_do_job(job_id: int) -> None:
     if tenant_id is None:
         return
     if RelatorioJob.objects.filter(
-        tenant_id=tenant_id, status=Status.PENDENTE, enfileirado_em__isnull=True
+        tenant_id=tenant_id, status=EstadoDoJob.PENDENTE, enfileirado_em__isnull=True
     ).exists():
         despachar(tenant_id=tenant_id)
 

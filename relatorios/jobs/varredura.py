@@ -20,8 +20,8 @@ from relatorios.jobs.ciclo import (
 from relatorios.jobs.vagas import despachar, enfileirar
 from relatorios.models import (
     Desfecho,
+    EstadoDoJob,
     RelatorioJob,
-    Status,
 )
 from relatorios.notificacoes import saida
 from relatorios.operacao import metricas
@@ -144,12 +144,12 @@ def _varrer_orfaos(resultado: Varredura) -> None:
             Desfecho.ORFAO,
             "o worker parou de responder",
         )
-        falhos = [linha[0] for linha in linhas if linha[3] == Status.FALHOU]
+        falhos = [linha[0] for linha in linhas if linha[3] == EstadoDoJob.FALHOU]
         apagar_parciais(falhos)
         saida.registrar_fim_de_jobs(job_ids=falhos)
         metricas.orfaos(tipos_e_status=[(linha[2], linha[3]) for linha in linhas])
         for job_id, tenant_id, tipo, status, quando in linhas:
-            if status == Status.PENDENTE:
+            if status == EstadoDoJob.PENDENTE:
                 enfileirar(job_id=job_id, tipo=tipo, quando=quando)
                 resultado.orfaos_devolvidos += 1
             else:
@@ -170,7 +170,8 @@ def _reenfileirar_perdidos() -> int:
     limite = settings.RELATORIOS_REENFILEIRAR_APOS_S
     candidatos = list(
         RelatorioJob.objects.filter(
-            status=Status.PENDENTE, enfileirado_em__lt=Now() - timedelta(seconds=limite)
+            status=EstadoDoJob.PENDENTE,
+            enfileirado_em__lt=Now() - timedelta(seconds=limite),
         )
         .exclude(proxima_tentativa_em__gt=Now() - timedelta(seconds=limite))
         .values_list("id", flat=True)[:1000]

@@ -14,10 +14,10 @@ from relatorios.models.erp import Loja, MovimentoEstoque, Produto, Venda, Vended
 from relatorios.models.eventos import EventoPublicado
 from relatorios.models.jobs import (
     Desfecho,
+    EstadoDoJob,
     RelatorioJob,
     RelatorioParcial,
     RelatorioTentativa,
-    Status,
 )
 from relatorios.models.limites import JanelaDaApi
 from relatorios.models.notificacoes import (
@@ -37,6 +37,7 @@ __all__ = [
     "Cluster",
     "Desfecho",
     "Entrega",
+    "EstadoDoJob",
     "EstadoEntrega",
     "EstadoOcorrencia",
     "Evento",
@@ -56,7 +57,6 @@ __all__ = [
     "RelatorioJob",
     "RelatorioParcial",
     "RelatorioTentativa",
-    "Status",
     "Tenant",
     "Usuario",
     "Venda",

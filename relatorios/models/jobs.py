@@ -22,7 +22,7 @@ class Agora(models.Func):
     output_field = models.DateTimeField()
 
 
-class Status(models.TextChoices):
+class EstadoDoJob(models.TextChoices):
     PENDENTE = "pendente", "pendente"
     EXECUTANDO = "executando", "executando"
     PRONTO = "pronto", "pronto"
@@ -30,8 +30,8 @@ class Status(models.TextChoices):
 
 
 # A job in ATIVOS still owes its requester an answer; TERMINAIS already gave one.
-ATIVOS = (Status.PENDENTE, Status.EXECUTANDO)
-TERMINAIS = (Status.PRONTO, Status.FALHOU)
+ATIVOS = (EstadoDoJob.PENDENTE, EstadoDoJob.EXECUTANDO)
+TERMINAIS = (EstadoDoJob.PRONTO, EstadoDoJob.FALHOU)
 
 
 class RelatorioJobQuerySet(models.QuerySet["RelatorioJob"]):
@@ -44,11 +44,11 @@ class RelatorioJobQuerySet(models.QuerySet["RelatorioJob"]):
     def travados(self) -> RelatorioJobQuerySet:
         """Running, but the heartbeat is older than the orphan timeout."""
         limite = Agora() - timedelta(seconds=settings.RELATORIOS_ORFAO_APOS_S)
-        return self.filter(status=Status.EXECUTANDO, heartbeat_em__lt=limite)
+        return self.filter(status=EstadoDoJob.EXECUTANDO, heartbeat_em__lt=limite)
 
     def expirados(self) -> RelatorioJobQuerySet:
         """Finished, but past the validity: the next request recomputes."""
-        return self.filter(status=Status.PRONTO, expira_em__lt=Agora())
+        return self.filter(status=EstadoDoJob.PRONTO, expira_em__lt=Agora())
 
 
 class RelatorioJob(models.Model):
@@ -63,7 +63,7 @@ class RelatorioJob(models.Model):
     )
     tipo = models.TextField()
     params = models.JSONField()
-    status = models.TextField(choices=Status.choices, default=Status.PENDENTE)
+    status = models.TextField(choices=EstadoDoJob.choices, default=EstadoDoJob.PENDENTE)
     tentativas = models.IntegerField(db_default=0)
     erro = models.TextField(null=True, blank=True)  # noqa: DJ001 (seed: nullable)
     resultado = models.JSONField(null=True, blank=True)
@@ -118,7 +118,7 @@ class RelatorioJob(models.Model):
             # submit's INSERT ... ON CONFLICT (chave) is arbitrated by it.
             models.UniqueConstraint(fields=["chave"], name="relatorio_jobs_chave_key"),
             models.CheckConstraint(
-                condition=models.Q(status__in=Status.values),
+                condition=models.Q(status__in=EstadoDoJob.values),
                 name="relatorio_jobs_status_check",
             ),
             models.CheckConstraint(

@@ -38,7 +38,7 @@ from django.conf import settings
 from django.core import signing
 from django.db import connection
 
-from relatorios.models import RelatorioJob, Status
+from relatorios.models import EstadoDoJob, RelatorioJob
 
 _SAL = "relatorios.notificacoes.links.download"
 
@@ -134,7 +134,7 @@ def abrir(token: str) -> Download:
     )
     if (
         job is None
-        or job.status != Status.PRONTO
+        or job.status != EstadoDoJob.PRONTO
         or job.concluido_em is None
         or job.concluido_em.isoformat() != dados["c"]
     ):

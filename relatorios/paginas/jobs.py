@@ -23,7 +23,7 @@ from relatorios import tipos
 from relatorios.agendamentos import aberturas
 from relatorios.apresentacao import celulas, grafico
 from relatorios.jobs import consultas, pedidos
-from relatorios.models import RelatorioJob, Status
+from relatorios.models import EstadoDoJob, RelatorioJob
 from relatorios.models.jobs import ATIVOS, linhas_do_resultado
 from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
@@ -34,10 +34,10 @@ from relatorios.tipos import normalizacao
 LINHAS_NA_PAGINA = 500
 
 ROTULOS = {
-    Status.PENDENTE: "Na fila",
-    Status.EXECUTANDO: "Executando",
-    Status.PRONTO: "Pronto",
-    Status.FALHOU: "Falhou",
+    EstadoDoJob.PENDENTE: "Na fila",
+    EstadoDoJob.EXECUTANDO: "Executando",
+    EstadoDoJob.PRONTO: "Pronto",
+    EstadoDoJob.FALHOU: "Falhou",
 }
 
 _CAMPOS_DA_PAGINA = (
@@ -174,7 +174,7 @@ class ItemRecente:
             titulo=titulo_do_tipo(job.tipo),
             resumo=resumo_dos_params(job.params_dict()),
             status=job.status,
-            rotulo=ROTULOS.get(Status(job.status), job.status),
+            rotulo=ROTULOS.get(EstadoDoJob(job.status), job.status),
             progresso=job.progresso,
             solicitado_por=(usuario.get_full_name() or usuario.username)
             if usuario
@@ -190,7 +190,7 @@ class ItemRecente:
 @gerente
 def pagina_do_job(request: HttpRequest, job_id: int) -> HttpResponse:
     job = _job(request, job_id)
-    if job.status == Status.PRONTO:
+    if job.status == EstadoDoJob.PRONTO:
         # A scheduled report read on its page (not the polled fragment below).
         aberturas.registrar_job(
             tenant_id=job.tenant_id, job_id=job.pk, usuario=request.user
@@ -244,14 +244,14 @@ def _job(request: HttpRequest, job_id: int) -> RelatorioJob:
 
 def _contexto_do_job(job: RelatorioJob) -> dict[str, Any]:
     agora = timezone.now()
-    expirado = job.status == Status.PRONTO and bool(
+    expirado = job.status == EstadoDoJob.PRONTO and bool(
         job.expira_em and job.expira_em < agora
     )
     contexto: dict[str, Any] = {
         "job": job,
         "titulo": titulo_do_tipo(job.tipo),
         "resumo": resumo_dos_params(job.params_dict()),
-        "rotulo": ROTULOS.get(Status(job.status), job.status),
+        "rotulo": ROTULOS.get(EstadoDoJob(job.status), job.status),
         "ativo": job.status in ATIVOS,
         "expirado": expirado,
         "retry_after": consultas.RETRY_AFTER_S,
@@ -261,7 +261,7 @@ def _contexto_do_job(job: RelatorioJob) -> dict[str, Any]:
         "url_estado": reverse("estado_do_job", args=[job.pk]),
         "url_repetir": reverse("repetir", args=[job.pk]),
     }
-    if job.status == Status.PRONTO:
+    if job.status == EstadoDoJob.PRONTO:
         contexto.update(_tabela(job))
     return contexto
 

@@ -16,7 +16,7 @@ from django.utils import timezone
 from django_q.models import OrmQ
 
 from relatorios.jobs import ciclo, pedidos, suporte
-from relatorios.models import RelatorioJob, Status, Tenant, Usuario, permissoes
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant, Usuario, permissoes
 from tests import helpers
 
 pytestmark = pytest.mark.django_db
@@ -275,10 +275,10 @@ def test_equipe_sem_permissao_de_operar_nao_age(
     )
     cliente = Client()
     cliente.force_login(usuario)
-    job_id = novo_job(tenant, status=Status.FALHOU)
+    job_id = novo_job(tenant, status=EstadoDoJob.FALHOU)
     assert cliente.get(LISTA).context["action_form"] is None
     agir(cliente, "reexecutar", [job_id])
-    assert helpers.job(job_id).status == Status.FALHOU
+    assert helpers.job(job_id).status == EstadoDoJob.FALHOU
     resposta = cliente.post(f"{LISTA}{job_id}/acoes/reexecutar/")
     assert resposta.status_code == 403
 
@@ -352,9 +352,12 @@ def test_lista_de_50_jobs_faz_um_numero_fixo_de_consultas(
     for i in range(50):
         novo_job(
             tenant if i % 2 else outro_tenant,
-            status=[Status.PENDENTE, Status.EXECUTANDO, Status.PRONTO, Status.FALHOU][
-                i % 4
-            ],
+            status=[
+                EstadoDoJob.PENDENTE,
+                EstadoDoJob.EXECUTANDO,
+                EstadoDoJob.PRONTO,
+                EstadoDoJob.FALHOU,
+            ][i % 4],
             tentativas=i % 3,
             iniciado_em=agora - timedelta(minutes=5),
             heartbeat_em=agora - timedelta(seconds=i),
@@ -411,14 +414,14 @@ def test_lista_mais_nova_primeiro_com_colunas_de_suporte(
     antigo = novo_job(tenant, criado_em=agora - timedelta(days=2))
     travado = novo_job(
         tenant,
-        status=Status.EXECUTANDO,
+        status=EstadoDoJob.EXECUTANDO,
         iniciado_em=agora - timedelta(minutes=10),
         heartbeat_em=agora - timedelta(minutes=5),
         tentativas=2,
     )
     falhou = novo_job(
         tenant,
-        status=Status.FALHOU,
+        status=EstadoDoJob.FALHOU,
         erro="x" * 200,
         iniciado_em=agora - timedelta(seconds=90),
         concluido_em=agora - timedelta(seconds=30),
@@ -437,18 +440,18 @@ def test_lista_mais_nova_primeiro_com_colunas_de_suporte(
 
 def test_filtros_de_situacao(cliente: Client, tenant: Tenant) -> None:
     agora = timezone.now()
-    falhou = novo_job(tenant, status=Status.FALHOU)
+    falhou = novo_job(tenant, status=EstadoDoJob.FALHOU)
     travado = novo_job(
-        tenant, status=Status.EXECUTANDO, heartbeat_em=agora - timedelta(minutes=5)
+        tenant, status=EstadoDoJob.EXECUTANDO, heartbeat_em=agora - timedelta(minutes=5)
     )
-    novo_job(tenant, status=Status.EXECUTANDO, heartbeat_em=agora)
+    novo_job(tenant, status=EstadoDoJob.EXECUTANDO, heartbeat_em=agora)
     pendente_antigo = novo_job(tenant, criado_em=agora - timedelta(hours=1))
     novo_job(tenant)
     expirado = novo_job(
-        tenant, status=Status.PRONTO, expira_em=agora - timedelta(minutes=1)
+        tenant, status=EstadoDoJob.PRONTO, expira_em=agora - timedelta(minutes=1)
     )
-    novo_job(tenant, status=Status.PRONTO, expira_em=agora + timedelta(hours=1))
-    retentado = novo_job(tenant, status=Status.PENDENTE, tentativas=3)
+    novo_job(tenant, status=EstadoDoJob.PRONTO, expira_em=agora + timedelta(hours=1))
+    retentado = novo_job(tenant, status=EstadoDoJob.PENDENTE, tentativas=3)
 
     assert ids_na_lista(cliente, "?situacao=falhou") == {falhou}
     assert ids_na_lista(cliente, "?situacao=travado") == {travado}
@@ -516,7 +519,7 @@ def test_pagina_do_job_mostra_tudo_formatado_e_a_linha_do_tempo(
     agora = timezone.now()
     job_id = novo_job(
         tenant,
-        status=Status.FALHOU,
+        status=EstadoDoJob.FALHOU,
         tentativas=3,
         iniciado_em=agora - timedelta(minutes=2),
         heartbeat_em=agora - timedelta(minutes=1),
@@ -527,7 +530,7 @@ def test_pagina_do_job_mostra_tudo_formatado_e_a_linha_do_tempo(
     )
     suporte.reexecutar(job_id=job_id)
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.FALHOU,
+        status=EstadoDoJob.FALHOU,
         erro="de novo",
         concluido_em=agora,
         erro_detalhe='Traceback (most recent call last):\n  File "x.py", line 1',
@@ -576,7 +579,7 @@ def test_resultado_grande_e_cortado_com_link_para_baixar(
     ]
     job_id = novo_job(
         tenant,
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={"linhas": linhas},
         expira_em=timezone.now() + timedelta(hours=1),
     )
@@ -597,10 +600,10 @@ def test_resultado_grande_e_cortado_com_link_para_baixar(
 def test_reexecutar_em_massa_conta_e_agrupa_os_motivos(
     cliente: Client, tenant: Tenant
 ) -> None:
-    falhou = novo_job(tenant, status=Status.FALHOU, erro="x")
+    falhou = novo_job(tenant, status=EstadoDoJob.FALHOU, erro="x")
     pendente = novo_job(tenant)
     pronto = novo_job(
-        tenant, status=Status.PRONTO, expira_em=timezone.now() + timedelta(hours=1)
+        tenant, status=EstadoDoJob.PRONTO, expira_em=timezone.now() + timedelta(hours=1)
     )
     resposta = agir(cliente, "reexecutar", [falhou, pendente, pronto])
     assert resposta.status_code == 302
@@ -608,8 +611,8 @@ def test_reexecutar_em_massa_conta_e_agrupa_os_motivos(
         "1 job reexecutado.",
         "2 jobs sem mudança: só falhou, travado ou expirado pode ser reexecutado (2).",
     ]
-    assert helpers.job(falhou).status == Status.PENDENTE
-    assert helpers.job(pronto).status == Status.PRONTO
+    assert helpers.job(falhou).status == EstadoDoJob.PENDENTE
+    assert helpers.job(pronto).status == EstadoDoJob.PRONTO
     registros = {
         int(e.object_id): e.get_change_message()
         for e in LogEntry.objects.filter(action_flag=CHANGE)
@@ -628,11 +631,11 @@ def test_marcar_como_falhou_pede_o_motivo_e_o_registra(
     cliente: Client, tenant: Tenant, usuario_suporte: Usuario
 ) -> None:
     pendente = novo_job(tenant)
-    pronto = novo_job(tenant, status=Status.PRONTO)
+    pronto = novo_job(tenant, status=EstadoDoJob.PRONTO)
     pergunta = agir(cliente, "marcar_como_falhou", [pendente, pronto])
     assert pergunta.status_code == 200
     assert 'name="motivo"' in pergunta.content.decode()
-    assert helpers.job(pendente).status == Status.PENDENTE
+    assert helpers.job(pendente).status == EstadoDoJob.PENDENTE
 
     sem_motivo = cliente.post(
         LISTA,
@@ -644,7 +647,7 @@ def test_marcar_como_falhou_pede_o_motivo_e_o_registra(
         },
     )
     assert sem_motivo.status_code == 200
-    assert helpers.job(pendente).status == Status.PENDENTE
+    assert helpers.job(pendente).status == EstadoDoJob.PENDENTE
 
     resposta = cliente.post(
         LISTA,
@@ -662,7 +665,7 @@ def test_marcar_como_falhou_pede_o_motivo_e_o_registra(
         "só pendente ou executando pode ser marcado como falhou (1).",
     ]
     job = helpers.job(pendente)
-    assert job.status == Status.FALHOU
+    assert job.status == EstadoDoJob.FALHOU
     assert job.erro == "dados do ERP corrompidos; refaça amanhã"
     entrada = LogEntry.objects.get(object_id=str(pendente))
     assert entrada.user == usuario_suporte
@@ -674,7 +677,7 @@ def test_marcar_como_falhou_pede_o_motivo_e_o_registra(
 
 def test_expirar_resultado_em_massa(cliente: Client, tenant: Tenant) -> None:
     valido = novo_job(
-        tenant, status=Status.PRONTO, expira_em=timezone.now() + timedelta(hours=1)
+        tenant, status=EstadoDoJob.PRONTO, expira_em=timezone.now() + timedelta(hours=1)
     )
     resposta = agir(cliente, "expirar_resultado", [valido])
     assert helpers.mensagens(resposta) == ["1 job teve o resultado expirado."]
@@ -685,17 +688,17 @@ def test_acao_em_massa_tem_limite(
     cliente: Client, tenant: Tenant, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("relatorios.admin.comum.LIMITE_EM_MASSA", 2)
-    ids = [novo_job(tenant, status=Status.FALHOU) for _ in range(3)]
+    ids = [novo_job(tenant, status=EstadoDoJob.FALHOU) for _ in range(3)]
     resposta = agir(cliente, "reexecutar", ids[:1], select_across="1")
     assert "no máximo 2 jobs" in helpers.mensagens(resposta)[0]
-    assert {helpers.job(i).status for i in ids} == {Status.FALHOU}
+    assert {helpers.job(i).status for i in ids} == {EstadoDoJob.FALHOU}
     assert not LogEntry.objects.exists()
 
 
 def test_acoes_de_um_job_na_sua_pagina(cliente: Client, tenant: Tenant) -> None:
     job_id = novo_job(
         tenant,
-        status=Status.EXECUTANDO,
+        status=EstadoDoJob.EXECUTANDO,
         heartbeat_em=timezone.now() - timedelta(minutes=10),
         tentativas=1,
     )
@@ -706,7 +709,7 @@ def test_acoes_de_um_job_na_sua_pagina(cliente: Client, tenant: Tenant) -> None:
 
     resposta = cliente.post(f"{LISTA}{job_id}/acoes/reexecutar/")
     assert resposta["Location"] == pagina
-    assert helpers.job(job_id).status == Status.PENDENTE
+    assert helpers.job(job_id).status == EstadoDoJob.PENDENTE
 
     sem_motivo = cliente.post(
         f"{LISTA}{job_id}/acoes/marcar_como_falhou/", {"motivo": ""}
@@ -726,9 +729,11 @@ def test_pagina_inicial_mostra_os_numeros_do_suporte(
     cliente: Client, tenant: Tenant
 ) -> None:
     agora = timezone.now()
-    novo_job(tenant, status=Status.FALHOU, concluido_em=agora - timedelta(hours=1))
-    novo_job(tenant, status=Status.FALHOU, concluido_em=agora - timedelta(days=2))
-    novo_job(tenant, status=Status.EXECUTANDO, heartbeat_em=agora - timedelta(hours=1))
+    novo_job(tenant, status=EstadoDoJob.FALHOU, concluido_em=agora - timedelta(hours=1))
+    novo_job(tenant, status=EstadoDoJob.FALHOU, concluido_em=agora - timedelta(days=2))
+    novo_job(
+        tenant, status=EstadoDoJob.EXECUTANDO, heartbeat_em=agora - timedelta(hours=1)
+    )
     novo_job(tenant, criado_em=agora - timedelta(hours=2))
     novo_job(tenant, tipo="estoque")
     resposta = cliente.get("/admin/")

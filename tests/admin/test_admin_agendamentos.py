@@ -18,10 +18,10 @@ from relatorios.agendamentos.entrada import PREVISUALIZAR as PREVIA
 from relatorios.models import (
     Agendamento,
     Alerta,
+    EstadoDoJob,
     EstadoOcorrencia,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
     Usuario,
     permissoes,
@@ -355,7 +355,7 @@ def test_executar_agora_cria_a_ocorrencia_e_diz_qual_job(
     assert ocorrencia.estado == EstadoOcorrencia.DISPARADA
     assert ocorrencia.motivo == "executar agora"
     job = RelatorioJob.objects.get(pk=ocorrencia.job_id)
-    assert job.status == Status.PENDENTE
+    assert job.status == EstadoDoJob.PENDENTE
     texto = helpers.mensagens(resposta)[0]
     assert f"job {job.pk}" in texto
     assert f"/admin/relatorios/relatoriojob/{job.pk}/change/" in texto

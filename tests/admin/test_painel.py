@@ -20,10 +20,10 @@ from relatorios.models import (
     Agendamento,
     Alerta,
     Cluster,
+    EstadoDoJob,
     EstadoOcorrencia,
     Ocorrencia,
     RelatorioTentativa,
-    Status,
     Tenant,
     Usuario,
     permissoes,
@@ -102,23 +102,25 @@ def montar_cenario(suporte: Usuario) -> Cenario:
     b = helpers.criar_tenant("Rede B")
     # Rede A: two pronto and one failure 2 h ago, one pronto 30 h ago, a
     # retried failure 3 days ago, one pronto 8 days ago (outside the week).
-    concluido(a, Status.PRONTO, ha(hours=2))
-    concluido(a, Status.PRONTO, ha(hours=2))
-    falho = concluido(a, Status.FALHOU, ha(hours=2), "ValueError: loja L9 sem dados")
-    concluido(a, Status.PRONTO, ha(hours=30))
+    concluido(a, EstadoDoJob.PRONTO, ha(hours=2))
+    concluido(a, EstadoDoJob.PRONTO, ha(hours=2))
+    falho = concluido(
+        a, EstadoDoJob.FALHOU, ha(hours=2), "ValueError: loja L9 sem dados"
+    )
+    concluido(a, EstadoDoJob.PRONTO, ha(hours=30))
     concluido(
         a,
-        Status.FALHOU,
+        EstadoDoJob.FALHOU,
         ha(days=3),
         "conflito temporário no banco de dados (após 3 tentativas)",
     )
-    concluido(a, Status.PRONTO, ha(days=8))
+    concluido(a, EstadoDoJob.PRONTO, ha(days=8))
     # Rede B: a failure 1 h ago; the queue: one pending with its message,
     # one waiting 3 h for a slot, one running.
-    concluido(b, Status.FALHOU, ha(hours=1), "ValueError: outra mensagem")
+    concluido(b, EstadoDoJob.FALHOU, ha(hours=1), "ValueError: outra mensagem")
     novo_job(b)
     novo_job(b, criado_em=ha(hours=3), enfileirado_em=None)
-    rodando = novo_job(b, status=Status.EXECUTANDO, iniciado_em=ha(minutes=20))
+    rodando = novo_job(b, status=EstadoDoJob.EXECUTANDO, iniciado_em=ha(minutes=20))
     # Worker time: A 10 min + 2 min (its failure's two attempts); B 20 min
     # so far (running); an attempt of A two days ago is outside the day.
     tentativa(falho, inicio=ha(hours=3), fim=ha(hours=2, minutes=50))

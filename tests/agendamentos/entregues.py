@@ -11,10 +11,10 @@ from relatorios.agendamentos import alertas, disparo
 from relatorios.models import (
     Agendamento,
     Entrega,
+    EstadoDoJob,
     Evento,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
 )
 from tests import helpers
@@ -43,9 +43,9 @@ def entregar(agendamento: Agendamento, n: int = 1) -> list[Ocorrencia]:
         ocorrencia = disparo.executar_agora(agendamento_id=agendamento.pk)
         # Only a new job: finishing it again would end the links already sent.
         RelatorioJob.objects.filter(pk=ocorrencia.job_id).exclude(
-            status=Status.PRONTO
+            status=EstadoDoJob.PRONTO
         ).update(
-            status=Status.PRONTO,
+            status=EstadoDoJob.PRONTO,
             resultado={"linhas": [{"loja": "L001", "produto": "P", "itens": 3}]},
             concluido_em=timezone.now(),
             expira_em=timezone.now() + timedelta(days=1),

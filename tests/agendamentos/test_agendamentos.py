@@ -14,10 +14,10 @@ from relatorios.models import (
     Agendamento,
     Alerta,
     Entrega,
+    EstadoDoJob,
     EstadoOcorrencia,
     Ocorrencia,
     RelatorioJob,
-    Status,
 )
 from relatorios.notificacoes import webhooks
 from relatorios.tipos import normalizacao
@@ -301,7 +301,7 @@ def test_job_pronto_no_prazo_nao_abre_alerta(tenant) -> None:
     disparo.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO, concluido_em=planejado + timedelta(minutes=30)
+        status=EstadoDoJob.PRONTO, concluido_em=planejado + timedelta(minutes=30)
     )
     resultado = alertas.verificar(agora=planejado + timedelta(hours=1))
     assert (resultado.conferidas, resultado.abertos) == (1, 0)
@@ -318,7 +318,7 @@ def test_job_que_falhou_abre_o_alerta_antes_do_prazo_e_fecha_quando_fica_pronto(
     job_id = Ocorrencia.objects.get().job_id
     assert alertas.verificar(agora=planejado + timedelta(minutes=5)).abertos == 0
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.FALHOU, erro="divisão por zero na loja L003"
+        status=EstadoDoJob.FALHOU, erro="divisão por zero na loja L003"
     )
     assert alertas.verificar(agora=planejado + timedelta(minutes=10)).abertos == 1
     alerta = Alerta.objects.get()
@@ -326,7 +326,7 @@ def test_job_que_falhou_abre_o_alerta_antes_do_prazo_e_fecha_quando_fica_pronto(
     assert alerta.aberto
     assert suporte.reexecutar(job_id=job_id).feita
     assert alertas.verificar(agora=planejado + timedelta(minutes=20)).fechados == 0
-    RelatorioJob.objects.filter(pk=job_id).update(status=Status.PRONTO)
+    RelatorioJob.objects.filter(pk=job_id).update(status=EstadoDoJob.PRONTO)
     assert alertas.verificar(agora=planejado + timedelta(minutes=30)).fechados == 1
     alerta.refresh_from_db()
     assert not alerta.aberto
@@ -391,7 +391,7 @@ def test_reexecutar_ocorrencia_sem_job_liga_o_job_e_o_alerta_fecha(tenant) -> No
     assert alertas.executar_ocorrencia(ocorrencia_id=ocorrencia.pk).feita
     ocorrencia.refresh_from_db()
     assert ocorrencia.job_id is not None
-    RelatorioJob.objects.filter(pk=ocorrencia.job_id).update(status=Status.PRONTO)
+    RelatorioJob.objects.filter(pk=ocorrencia.job_id).update(status=EstadoDoJob.PRONTO)
     assert alertas.verificar(agora=planejado + timedelta(hours=5)).fechados == 1
 
 
@@ -440,7 +440,7 @@ def test_pronto_depois_do_prazo_abre_e_fecha_o_alerta(tenant) -> None:
     disparo.disparar(agora=planejado)
     job_id = Ocorrencia.objects.get().job_id
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO, concluido_em=planejado + timedelta(hours=4)
+        status=EstadoDoJob.PRONTO, concluido_em=planejado + timedelta(hours=4)
     )
     resultado = alertas.verificar(agora=planejado + timedelta(hours=5))
     assert (resultado.abertos, resultado.fechados) == (1, 1)

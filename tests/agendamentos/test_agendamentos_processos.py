@@ -29,11 +29,11 @@ from relatorios.agendamentos import agenda
 from relatorios.models import (
     Agendamento,
     Alerta,
+    EstadoDoJob,
     EstadoOcorrencia,
     Ocorrencia,
     RelatorioJob,
     RelatorioTentativa,
-    Status,
     Tenant,
     Usuario,
     permissoes,
@@ -49,7 +49,7 @@ RAPIDO = {
     "RELATORIOS_INTERVALO_MINIMO_MIN": 0,
     "RELATORIOS_AGENDADOR_S": 0.3,
     "RELATORIOS_VARREDURA_S": 0.5,
-    "RELATORIOS_HEARTBEAT_S": 0.5,
+    "RELATORIOS_BATIMENTO_S": 0.5,
     "RELATORIOS_ORFAO_APOS_S": 4,
 }
 SP = ZoneInfo("America/Sao_Paulo")
@@ -113,7 +113,7 @@ def test_tres_clusters_disparam_cada_horario_uma_vez(cluster, ajustes) -> None:
     assert RelatorioJob.objects.count() == len(jobs) == 1
     job = RelatorioJob.objects.get()
     helpers.esperar(
-        lambda: helpers.job(job.pk).status == Status.PRONTO, descricao="job pronto"
+        lambda: helpers.job(job.pk).status == EstadoDoJob.PRONTO, descricao="job pronto"
     )
     assert RelatorioTentativa.objects.filter(job=job).count() == 1
 
@@ -145,7 +145,7 @@ def test_sem_cluster_algum_o_alerta_abre_e_so_a_ultima_recupera(
     assert RelatorioJob.objects.count() == 1
     recuperado = ocorrencias[-1]
     helpers.esperar(
-        lambda: helpers.job(recuperado.job_id).status == Status.PRONTO,
+        lambda: helpers.job(recuperado.job_id).status == EstadoDoJob.PRONTO,
         descricao="o job de recuperação pronto",
     )
     # Late, then pronto: its alert closes by itself; the skipped stay open.
@@ -263,7 +263,7 @@ def test_fechamento_mensal_falha_alerta_e_termina_com_a_contabilidade_com_o_arqu
     ocorrencia = Ocorrencia.objects.get(agendamento=agendamento)
     assert ocorrencia.planejado_para == instantes[0]
     job = helpers.job(ocorrencia.job_id)
-    assert job.status == Status.FALHOU
+    assert job.status == EstadoDoJob.FALHOU
     assert "loja sem nome: L002" in job.erro
     assert "loja sem nome: L002" in alerta.motivo
     helpers.esperar(
@@ -295,7 +295,7 @@ def test_fechamento_mensal_falha_alerta_e_termina_com_a_contabilidade_com_o_arqu
     )
     assert resposta.status_code == 302
     helpers.esperar(
-        lambda: helpers.job(job.pk).status == Status.PRONTO, descricao="job pronto"
+        lambda: helpers.job(job.pk).status == EstadoDoJob.PRONTO, descricao="job pronto"
     )
     helpers.esperar(
         lambda: Alerta.objects.get(pk=alerta.pk).fechado_em is not None,

@@ -28,10 +28,10 @@ from relatorios.models import (
     Agendamento,
     Alerta,
     Entrega,
+    EstadoDoJob,
     Evento,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
     Webhook,
 )
@@ -67,7 +67,7 @@ def disparada(tenant: Tenant, **campos: Any) -> Ocorrencia:
 
 def pronto(job_id: int, resultado: Any = VENDAS) -> None:
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado=resultado,
         concluido_em=timezone.now(),
         expira_em=timezone.now() + timedelta(days=1),

@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 from django_q.models import OrmQ
 
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from tests import helpers
 
 pytestmark = pytest.mark.django_db
@@ -60,7 +60,7 @@ def test_submit_de_job_pronto_devolve_200_com_resultado(
 ) -> None:
     job_id = post(cliente, "/relatorios/vendas", PEDIDO).json()["id"]
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={"totais": {"receita": "10.50"}},
         concluido_em=timezone.now(),
         expira_em=timezone.now() + timedelta(hours=1),
@@ -104,7 +104,7 @@ def test_status_em_andamento(cliente: Client, status: str) -> None:
 def test_status_falhou_mostra_o_erro_sem_traceback(cliente: Client) -> None:
     job_id = post(cliente, "/relatorios/vendas", PEDIDO).json()["id"]
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.FALHOU,
+        status=EstadoDoJob.FALHOU,
         erro="ZeroDivisionError: division by zero",
         erro_detalhe='Traceback (most recent call last):\n  File "x.py"',
     )

@@ -30,7 +30,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from relatorios.models import RelatorioJob, Status
+from relatorios.models import EstadoDoJob, RelatorioJob
 from tests import helpers, processos
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
@@ -314,7 +314,7 @@ def test_job_que_falhou_cumpre_o_contrato(api: Api) -> None:
     # As the worker's fenced write would leave it (tests may set a state the
     # workers reach only through a real failure).
     RelatorioJob.objects.filter(pk=job["job_id"]).update(
-        status=Status.FALHOU, erro="ValueError: falha de teste"
+        status=EstadoDoJob.FALHOU, erro="ValueError: falha de teste"
     )
     estado = chamar(api, "/relatorios/jobs/{job_id}", "GET", path_parameters=job)
     assert estado.json() == {

@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from relatorios.jobs import pedidos
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from tests import helpers
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +44,7 @@ def job_pronto(tenant: Tenant, tipo: str = "vendas", resultado: Any = None) -> i
         tenant_id=tenant.pk, tipo=tipo, params_brutos=PEDIDO, usuario_id=None
     ).job.id
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado=resultado
         if resultado is not None
         else {"agrupar": "mes", "linhas": LINHAS, "totais": {"vendas": 1205}},
@@ -147,7 +147,7 @@ def test_csv_de_tipo_que_saiu_do_registro_usa_as_chaves(
     # A deployment dropped the type since: its columns are gone with it.
     RelatorioJob.objects.filter(pk=job_id).update(
         tipo="tipo_removido",
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={"linhas": [{"a": 1, "b": "x"}]},
     )
     resposta = helpers.cliente_com_token(token).get(

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django_q.models import OrmQ
 
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from tests import helpers
 from tests.processos import Processo, requisitar
 
@@ -54,7 +54,7 @@ def test_cem_pedidos_identicos_simultaneos_criam_um_job_e_uma_execucao(
 
     cluster()
     job = helpers.esperar(
-        lambda: (j := helpers.job(job_id)).status == Status.PRONTO and j,
+        lambda: (j := helpers.job(job_id)).status == EstadoDoJob.PRONTO and j,
         descricao="job pronto",
     )
     assert job.tentativas == 1

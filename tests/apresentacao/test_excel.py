@@ -15,7 +15,7 @@ from rest_framework import serializers
 
 from relatorios.apresentacao import excel
 from relatorios.jobs import pedidos
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from relatorios.tipos.base import dinheiro
 from relatorios.tipos.colunas import LOJA, Coluna
 from tests import processos
@@ -75,7 +75,7 @@ def planilha(tenant: Tenant) -> Any:
         usuario_id=None,
     ).job
     RelatorioJob.objects.filter(pk=job.id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado=MARGENS,
         concluido_em=timezone.now(),
         expira_em=timezone.now() + timedelta(hours=1),

@@ -13,7 +13,7 @@ from tests import processos
 # deadlines and recoveries. Each one is read from the environment by
 # config/settings.py, here and in every web server and cluster.
 AJUSTES = {
-    "RELATORIOS_HEARTBEAT_S": "0.5",
+    "RELATORIOS_BATIMENTO_S": "0.5",
     # Longer than the tests' 4 s: on a loaded 2-core host a live worker must
     # never look dead. SIGSTOPs are drawn on both sides of it.
     "RELATORIOS_ORFAO_APOS_S": "6",

@@ -19,10 +19,10 @@ from relatorios.jobs import ciclo, consultas, pedidos
 from relatorios.models import (
     Alerta,
     Entrega,
+    EstadoDoJob,
     EstadoEntrega,
     Ocorrencia,
     RelatorioJob,
-    Status,
 )
 from relatorios.notificacoes import saida, vagas
 from tests import helpers
@@ -81,7 +81,7 @@ def test_ocorrencia_entregue_tem_suas_entregas_mesmo_se_o_job_reinicia_no_meio(
         len(CONTABILIDADE),
     )
     helpers.esperar(lambda: reinicios, descricao="o pedido reiniciar o job")
-    assert reinicios == [Status.PENDENTE]
+    assert reinicios == [EstadoDoJob.PENDENTE]
 
 
 def test_email_reenviado_apos_envio_sem_registro_tem_o_mesmo_message_id(

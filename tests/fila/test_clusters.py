@@ -26,9 +26,9 @@ from relatorios.fila.broker import chave_do_cluster
 from relatorios.jobs import pedidos
 from relatorios.models import (
     Cluster,
+    EstadoDoJob,
     RelatorioJob,
     RelatorioTentativa,
-    Status,
     Tenant,
     permissoes,
 )
@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 RAPIDO = {
     "RELATORIOS_ORFAO_APOS_S": 4,
     "RELATORIOS_VARREDURA_S": 0.5,
-    "RELATORIOS_HEARTBEAT_S": 0.5,
+    "RELATORIOS_BATIMENTO_S": 0.5,
     "RELATORIOS_CLUSTER_BATIMENTO_S": 0.5,
     "RELATORIOS_BACKOFF_S": 0.2,
     "RELATORIOS_BACKOFF_MAX_S": 2,
@@ -139,11 +139,14 @@ def test_cluster_morto_com_kill_9_devolve_as_mensagens_que_segurava(
     helpers.esperar(
         lambda: (
             OrmQ.objects.filter(key=chave_do_morto).count() == 3
-            and RelatorioJob.objects.filter(status=Status.EXECUTANDO).count() == 1
+            and RelatorioJob.objects.filter(status=EstadoDoJob.EXECUTANDO).count() == 1
         ),
         descricao="o cluster segurar as 3 mensagens, uma rodando",
     )
-    assert RelatorioJob.objects.filter(pk__in=jobs, status=Status.PENDENTE).count() == 2
+    assert (
+        RelatorioJob.objects.filter(pk__in=jobs, status=EstadoDoJob.PENDENTE).count()
+        == 2
+    )
     segundo = cluster(RELATORIOS_WORKERS="4", RELATORIOS_TESTE_PAUSA_S="0.2")
     vivo = linha_do_cluster(segundo)
 
@@ -161,7 +164,7 @@ def test_cluster_morto_com_kill_9_devolve_as_mensagens_que_segurava(
     helpers.esperar(
         lambda: (
             not RelatorioJob.objects.filter(pk__in=jobs)
-            .exclude(status=Status.PRONTO)
+            .exclude(status=EstadoDoJob.PRONTO)
             .exists()
         ),
         timeout=60,
@@ -260,7 +263,7 @@ def test_mensagens_do_morto_voltam_so_quando_sao_o_unico_caminho_do_job(
     sozinho, com_outra, rodando, do_vivo = (
         submeter(tenant, mes) for mes in range(1, 5)
     )
-    RelatorioJob.objects.filter(pk=rodando).update(status=Status.EXECUTANDO)
+    RelatorioJob.objects.filter(pk=rodando).update(status=EstadoDoJob.EXECUTANDO)
     OrmQ.objects.all().delete()
     fila = Conf.CLUSTER_NAME
     do_morto = chave_do_cluster(fila=fila, cluster_id=morto_id)

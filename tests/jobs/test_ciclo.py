@@ -18,10 +18,10 @@ from relatorios.jobs.ciclo import Tentativa
 from relatorios.jobs.pedidos import LimiteDePendentes
 from relatorios.models import (
     Desfecho,
+    EstadoDoJob,
     RelatorioJob,
     RelatorioParcial,
     RelatorioTentativa,
-    Status,
     Tenant,
 )
 from tests import helpers, processos
@@ -132,7 +132,7 @@ def test_depois_da_varredura_a_tentativa_antiga_nao_muda_nada(tenant: Tenant) ->
     assert ciclo.concluir(tentativa=nova, resultado={"novo": 1}, validade_s=60)
     job = helpers.job(job_id)
     assert (job.status, job.resultado, job.tentativas) == (
-        Status.PRONTO,
+        EstadoDoJob.PRONTO,
         {"novo": 1},
         2,
     )
@@ -173,7 +173,7 @@ def test_orfao_volta_para_pendente_com_mensagem_atrasada(tenant: Tenant) -> None
 
     job = helpers.job(job_id)
     assert feita.orfaos_devolvidos == 1
-    assert job.status == Status.PENDENTE
+    assert job.status == EstadoDoJob.PENDENTE
     assert job.erro == "o worker parou de responder"
     assert job.proxima_tentativa_em > timezone.now()
     assert mensagens() == {job_id: job.proxima_tentativa_em}
@@ -192,7 +192,7 @@ def test_orfao_na_ultima_tentativa_falha_dizendo_por_que(tenant: Tenant) -> None
 
     job = helpers.job(job_id)
     assert feita.orfaos_falhos == 1
-    assert job.status == Status.FALHOU
+    assert job.status == EstadoDoJob.FALHOU
     assert job.erro == "o worker parou de responder (após 2 tentativas)"
     assert job.concluido_em is not None
 
@@ -211,7 +211,7 @@ def test_batimento_recente_nao_e_orfao(tenant: Tenant) -> None:
 def test_varreduras_simultaneas_devolvem_cada_orfao_uma_vez(tenant: Tenant) -> None:
     ids = [submeter(tenant, dia) for dia in range(1, 21)]
     RelatorioJob.objects.filter(pk__in=ids).update(
-        status=Status.EXECUTANDO,
+        status=EstadoDoJob.EXECUTANDO,
         tentativas=1,
         iniciado_em=timezone.now(),
         heartbeat_em=timezone.now() - timedelta(hours=1),
@@ -247,7 +247,7 @@ def test_falha_transitoria_e_adiada_com_backoff_ate_o_maximo(tenant: Tenant) -> 
         assert tentativa.numero == numero
         assert ciclo.adiar(tentativa=tentativa, erro="caiu", detalhe="tb") == "pendente"
         job = helpers.job(job_id)
-        assert (job.status, job.erro) == (Status.PENDENTE, "caiu")
+        assert (job.status, job.erro) == (EstadoDoJob.PENDENTE, "caiu")
         assert mensagens() == {job_id: job.proxima_tentativa_em}
         OrmQ.objects.all().delete()
         RelatorioJob.objects.filter(pk=job_id).update(proxima_tentativa_em=None)
@@ -256,7 +256,7 @@ def test_falha_transitoria_e_adiada_com_backoff_ate_o_maximo(tenant: Tenant) -> 
     assert ciclo.adiar(tentativa=ultima, erro="caiu", detalhe="tb") == "falhou"
     job = helpers.job(job_id)
     assert (job.status, job.erro, job.tentativas) == (
-        Status.FALHOU,
+        EstadoDoJob.FALHOU,
         "caiu (após 3 tentativas)",
         3,
     )
@@ -291,7 +291,7 @@ def test_devolver_nao_gasta_tentativa_e_guarda_o_checkpoint(tenant: Tenant) -> N
     assert ciclo.devolver(tentativa=tentativa)
 
     job = helpers.job(job_id)
-    assert (job.status, job.tentativas, job.progresso) == (Status.PENDENTE, 0, 50)
+    assert (job.status, job.tentativas, job.progresso) == (EstadoDoJob.PENDENTE, 0, 50)
     assert job.checkpoint == {"partes": ["a", "b"], "feitas": 1}
     assert set(mensagens()) == {job_id}
     retomado = ciclo.reivindicar(job_id=job_id)
@@ -407,7 +407,7 @@ def test_reivindicacao_acima_do_limite_e_recusada_e_o_job_espera_vaga(
     RelatorioJob.objects.filter(pk=b).update(enfileirado_em=timezone.now())
 
     assert ciclo.reivindicar(job_id=b) is None
-    assert helpers.job(b).status == Status.PENDENTE
+    assert helpers.job(b).status == EstadoDoJob.PENDENTE
     assert helpers.job(b).enfileirado_em is None
 
 
@@ -436,7 +436,7 @@ def test_reivindicacoes_simultaneas_respeitam_o_limite_do_tenant(
         fio.join(30)
 
     assert len(ganhos) == 2
-    assert RelatorioJob.objects.filter(status=Status.EXECUTANDO).count() == 2
+    assert RelatorioJob.objects.filter(status=EstadoDoJob.EXECUTANDO).count() == 2
 
 
 @pytest.mark.django_db
@@ -481,7 +481,7 @@ def test_pedidos_simultaneos_nao_passam_do_limite_de_pendentes(tenant: Tenant) -
     for fio in fios:
         fio.join(30)
 
-    assert RelatorioJob.objects.filter(status=Status.PENDENTE).count() == 5
+    assert RelatorioJob.objects.filter(status=EstadoDoJob.PENDENTE).count() == 5
     assert len(recusados) == 7
 
 
@@ -509,12 +509,12 @@ def test_reexecutar_so_falhou_travado_ou_expirado(tenant: Tenant) -> None:
     falhou, travado, expirado, valido, pendente = (
         submeter(tenant, d) for d in range(1, 6)
     )
-    RelatorioJob.objects.filter(pk=falhou).update(status=Status.FALHOU, erro="x")
+    RelatorioJob.objects.filter(pk=falhou).update(status=EstadoDoJob.FALHOU, erro="x")
     reivindicar(travado)
     envelhecer_batimento(travado)
     for job_id, expira in ((expirado, -60), (valido, 3600)):
         RelatorioJob.objects.filter(pk=job_id).update(
-            status=Status.PRONTO,
+            status=EstadoDoJob.PRONTO,
             resultado={},
             expira_em=timezone.now() + timedelta(seconds=expira),
         )
@@ -534,7 +534,7 @@ def test_reexecutar_so_falhou_travado_ou_expirado(tenant: Tenant) -> None:
     for job_id in (falhou, travado, expirado):
         job = helpers.job(job_id)
         assert (job.status, job.tentativas, job.erro, job.resultado) == (
-            Status.PENDENTE,
+            EstadoDoJob.PENDENTE,
             0,
             None,
             None,
@@ -556,12 +556,12 @@ def test_reexecutar_cerca_o_worker_travado(tenant: Tenant) -> None:
 @override_settings(RELATORIOS_MAX_PENDENTES_POR_TENANT=1)
 def test_reexecutar_respeita_o_limite_de_pendentes(tenant: Tenant) -> None:
     falhou = submeter(tenant, 1)
-    RelatorioJob.objects.filter(pk=falhou).update(status=Status.FALHOU)
+    RelatorioJob.objects.filter(pk=falhou).update(status=EstadoDoJob.FALHOU)
     submeter(tenant, 2)
     acao = suporte.reexecutar(job_id=falhou)
     assert not acao.feita
     assert "limite" in acao.motivo
-    assert helpers.job(falhou).status == Status.FALHOU
+    assert helpers.job(falhou).status == EstadoDoJob.FALHOU
 
 
 @pytest.mark.django_db
@@ -572,7 +572,7 @@ def test_marcar_como_falhou_exige_motivo_e_cerca_o_worker(tenant: Tenant) -> Non
     assert suporte.marcar_como_falhou(job_id=job_id, motivo="dados corrompidos").feita
     assert not ciclo.concluir(tentativa=tentativa, resultado={}, validade_s=60)
     job = helpers.job(job_id)
-    assert (job.status, job.erro) == (Status.FALHOU, "dados corrompidos")
+    assert (job.status, job.erro) == (EstadoDoJob.FALHOU, "dados corrompidos")
     assert job.erro_detalhe == "marcado como falhou pelo suporte"
     assert job.checkpoint is None
     assert not suporte.marcar_como_falhou(job_id=job_id, motivo="de novo").feita

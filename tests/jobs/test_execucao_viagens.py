@@ -25,7 +25,7 @@ from psycopg import sql
 
 from relatorios import tasks
 from relatorios.jobs import execucao, pedidos, suporte
-from relatorios.models import Status, Tenant
+from relatorios.models import EstadoDoJob, Tenant
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio
 from tests import helpers
 
@@ -231,7 +231,7 @@ def test_job_pequeno_custa_tres_idas_ao_banco_no_worker(tenant: Tenant) -> None:
     idas, rastro = idas_ao_banco(lambda: tasks.executar_relatorio(job_id))
 
     job = helpers.job(job_id)
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.resultado["totais"]["receita"] == "10.50"
     assert idas == 3
     assert "relatorios_reivindicar" in rastro
@@ -263,7 +263,7 @@ def test_conclusao_e_uma_sentenca_preparada_reusada(tenant: Tenant) -> None:
 
 @pytest.fixture
 def batimento_rapido(ajustes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    ajustes(RELATORIOS_HEARTBEAT_S=0.1, RELATORIOS_TESTE_PAUSA_S=0.6)
+    ajustes(RELATORIOS_BATIMENTO_S=0.1, RELATORIOS_TESTE_PAUSA_S=0.6)
     # A fresh thread for this process, with the interval above.
     monkeypatch.setattr(execucao, "_batimento", None)
 
@@ -284,7 +284,7 @@ def test_um_thread_de_batimento_por_processo_bate_durante_cada_job(
     assert len(threads_de_batimento()) == antes + 1
     for job_id in jobs:
         job = helpers.job(job_id)
-        assert job.status == Status.PRONTO
+        assert job.status == EstadoDoJob.PRONTO
         # Beaten while it ran (the claim's heartbeat_em is before iniciado_em).
         assert job.iniciado_em < job.heartbeat_em <= job.concluido_em
 
@@ -318,6 +318,6 @@ def test_job_tirado_da_tentativa_e_parado_pelo_batimento(
     # The heartbeat saw the loss and cancelled the 30 s statement.
     assert paradas == [execucao.PERDIDO]
     job = helpers.job(job_id)
-    assert job.status == Status.FALHOU
+    assert job.status == EstadoDoJob.FALHOU
     assert "suporte" in job.erro
     assert job.resultado is None

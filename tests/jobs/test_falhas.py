@@ -25,10 +25,10 @@ from relatorios import tipos
 from relatorios.jobs import ciclo, execucao, pedidos
 from relatorios.models import (
     Desfecho,
+    EstadoDoJob,
     RelatorioJob,
     RelatorioParcial,
     RelatorioTentativa,
-    Status,
     Tenant,
 )
 from relatorios.tipos.base import Contexto
@@ -41,7 +41,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
 RAPIDO = {
     "RELATORIOS_ORFAO_APOS_S": 4,
     "RELATORIOS_VARREDURA_S": 0.5,
-    "RELATORIOS_HEARTBEAT_S": 0.5,
+    "RELATORIOS_BATIMENTO_S": 0.5,
     "RELATORIOS_BACKOFF_S": 0.2,
     "RELATORIOS_BACKOFF_MAX_S": 2,
     "RELATORIOS_REENFILEIRAR_APOS_S": 3,
@@ -99,7 +99,7 @@ def submeter(
 
 def terminado(job_id: int) -> RelatorioJob | None:
     job = helpers.job(job_id)
-    return job if job.status in (Status.PRONTO, Status.FALHOU) else None
+    return job if job.status in (EstadoDoJob.PRONTO, EstadoDoJob.FALHOU) else None
 
 
 def esperar_fim(job_id: int, timeout: float = 90) -> RelatorioJob:
@@ -147,7 +147,7 @@ def test_worker_morto_com_kill_9_e_recuperado(
     morto_em = datetime.now(UTC)
     job = esperar_fim(job_id)
 
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 2
     assert job.resultado == esperado(tenant, job_id)
     assert job.erro is None
@@ -169,12 +169,12 @@ def test_cluster_inteiro_morto_e_outro_assume(
     pid_da_primeira_parte(execucoes, job_id)
 
     primeiro.matar()
-    assert helpers.job(job_id).status == Status.EXECUTANDO
+    assert helpers.job(job_id).status == EstadoDoJob.EXECUTANDO
     morto_em = datetime.now(UTC)
     cluster()
     job = esperar_fim(job_id)
 
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 2
     assert job.resultado == esperado(tenant, job_id)
     retomada = execucoes(job_id)[-1][2]
@@ -197,7 +197,7 @@ def test_retomada_refaz_no_maximo_a_parte_interrompida(
     job = esperar_fim(job_id)
 
     vezes = Counter(parte for parte, _, _ in execucoes(job_id))
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 2
     assert set(vezes) == {f"2026-{m:02d}-01" for m in range(1, 7)}
     assert sorted(vezes.values()) in ([1] * 6, [1] * 5 + [2])
@@ -236,7 +236,9 @@ def test_dois_clusters_duzentos_jobs_cada_um_roda_uma_vez_no_limite(
         cluster()
         cluster()
         helpers.esperar(
-            lambda: RelatorioJob.objects.filter(status=Status.PRONTO).count() == 200,
+            lambda: (
+                RelatorioJob.objects.filter(status=EstadoDoJob.PRONTO).count() == 200
+            ),
             timeout=180,
             descricao="200 jobs prontos",
         )
@@ -245,7 +247,7 @@ def test_dois_clusters_duzentos_jobs_cada_um_roda_uma_vez_no_limite(
         amostrador.join()
 
     assert set(RelatorioJob.objects.values_list("status", "tentativas")) == {
-        (Status.PRONTO, 1)
+        (EstadoDoJob.PRONTO, 1)
     }
     with connection.cursor() as cursor:
         cursor.execute("SELECT job_id, count(*) FROM teste_execucoes GROUP BY job_id")
@@ -279,9 +281,9 @@ def test_conexao_do_worker_derrubada_e_o_job_refeito(
     job = esperar_fim(job_id)
     seguinte = esperar_fim(submeter(tenant, meses=1, ano=2027))
 
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 2
-    assert seguinte.status == Status.PRONTO
+    assert seguinte.status == EstadoDoJob.PRONTO
     assert seguinte.tentativas == 1
 
 
@@ -298,7 +300,7 @@ def test_consulta_acima_do_tempo_limite_falha_com_motivo_e_libera_o_worker(
     cluster()
 
     job = esperar_fim(job_id)
-    assert job.status == Status.FALHOU
+    assert job.status == EstadoDoJob.FALHOU
     assert (
         job.erro == "o relatório excedeu o tempo limite de consulta (após 2 tentativas)"
     )
@@ -307,7 +309,7 @@ def test_consulta_acima_do_tempo_limite_falha_com_motivo_e_libera_o_worker(
 
     ajustes(RELATORIOS_TESTE_PAUSA_S=0)
     seguinte = esperar_fim(submeter(tenant, tipo="teste_lento", meses=1))
-    assert seguinte.status == Status.PRONTO
+    assert seguinte.status == EstadoDoJob.PRONTO
 
 
 def test_parada_forcada_do_django_q_falha_com_motivo_e_repoe_o_worker(
@@ -327,11 +329,11 @@ def test_parada_forcada_do_django_q_falha_com_motivo_e_repoe_o_worker(
     job = esperar_fim(job_id)
     seguinte = esperar_fim(submeter(tenant, tipo="teste_lento", meses=1))
 
-    assert job.status == Status.FALHOU
+    assert job.status == EstadoDoJob.FALHOU
     assert job.erro == (
         "o relatório excedeu o tempo limite e foi interrompido (após 2 tentativas)"
     )
-    assert seguinte.status == Status.PRONTO
+    assert seguinte.status == EstadoDoJob.PRONTO
     assert "reincarnated worker" in processo.texto_do_log()
 
 
@@ -354,7 +356,7 @@ def test_zumbi_retomado_nao_muda_nada(
         descricao="o zumbi desistir",
     )
 
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 2
     assert model_to_dict(helpers.job(job_id)) == antes
     assert list(
@@ -378,7 +380,7 @@ def test_sigterm_devolve_o_job_na_hora_depois_do_prazo(
     primeiro.popen.wait(60)
 
     devolvido = helpers.job(job_id)
-    assert devolvido.status == Status.PENDENTE
+    assert devolvido.status == EstadoDoJob.PENDENTE
     assert devolvido.tentativas == 0
     assert devolvido.checkpoint["feitas"] >= 1
     assert (
@@ -387,7 +389,7 @@ def test_sigterm_devolve_o_job_na_hora_depois_do_prazo(
     )
     segundo = cluster()
     job = esperar_fim(job_id)
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 1
     assert "job retomado do checkpoint" in segundo.texto_do_log()
 
@@ -404,7 +406,7 @@ def test_sigterm_deixa_terminar_o_job_dentro_do_prazo(
     processo.popen.wait(60)
 
     job = helpers.job(job_id)
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 1
 
 
@@ -423,7 +425,7 @@ def test_sigterm_no_grupo_inteiro_devolve_o_job_na_hora(
     processo.popen.wait(30)
 
     job = helpers.job(job_id)
-    assert job.status == Status.PENDENTE
+    assert job.status == EstadoDoJob.PENDENTE
     assert job.tentativas == 0
 
 
@@ -436,7 +438,7 @@ def test_mensagem_perdida_e_reposta_pela_varredura(
     cluster()
     job = esperar_fim(job_id)
 
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 1
 
 
@@ -454,7 +456,7 @@ def test_retentativa_atrasada_espera_a_vez_e_sobrevive_ao_reinicio(
     cluster()
     job = esperar_fim(job_id)
 
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 2
     assert job.iniciado_em >= adiado.proxima_tentativa_em
 
@@ -471,7 +473,7 @@ def test_tenant_com_cem_jobs_nao_atrasa_o_job_de_outro(
     do_grande = [submeter(grande, "teste_lento", 1, 2000 + i) for i in range(100)]
     cluster()
     helpers.esperar(
-        lambda: RelatorioJob.objects.filter(status=Status.EXECUTANDO).count() == 2,
+        lambda: RelatorioJob.objects.filter(status=EstadoDoJob.EXECUTANDO).count() == 2,
         descricao="o grande ocupar os dois workers",
     )
     do_pequeno = submeter(pequeno, "teste_lento", 1)
@@ -484,7 +486,9 @@ def test_tenant_com_cem_jobs_nao_atrasa_o_job_de_outro(
     # Two were running when it arrived; each worker finishes at most one more.
     assert antes <= 4
     assert (
-        RelatorioJob.objects.filter(pk__in=do_grande, status=Status.PENDENTE).count()
+        RelatorioJob.objects.filter(
+            pk__in=do_grande, status=EstadoDoJob.PENDENTE
+        ).count()
         > 50
     )
 
@@ -544,7 +548,9 @@ def test_rajada_de_mil_pedidos_de_vinte_tenants(
         for fio in fios:
             fio.join(600)
         helpers.esperar(
-            lambda: RelatorioJob.objects.filter(status=Status.PRONTO).count() == 1000,
+            lambda: (
+                RelatorioJob.objects.filter(status=EstadoDoJob.PRONTO).count() == 1000
+            ),
             timeout=300,
             descricao="mil jobs prontos",
         )
@@ -553,4 +559,6 @@ def test_rajada_de_mil_pedidos_de_vinte_tenants(
 
     assert len(set(aceitos)) == 1000
     assert RelatorioJob.objects.count() == 1000
-    assert set(RelatorioJob.objects.values_list("status", flat=True)) == {Status.PRONTO}
+    assert set(RelatorioJob.objects.values_list("status", flat=True)) == {
+        EstadoDoJob.PRONTO
+    }

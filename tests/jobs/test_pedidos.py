@@ -14,7 +14,7 @@ from django_q.tasks import async_task
 
 from relatorios.fila.mensagens import TAREFA_RELATORIO
 from relatorios.jobs import pedidos, vagas
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from relatorios.tipos import TipoDesconhecido, normalizacao
 from relatorios.tipos.normalizacao import ErroDeParametro
 from tests import helpers, processos
@@ -68,20 +68,20 @@ def test_job_novo_grava_params_normalizados_e_chave(tenant: Tenant) -> None:
     esperado = {**PEDIDO, "agrupar": "dia", "lojas": ["L1", "L2"]}
     assert job.params == esperado
     assert job.chave == normalizacao.chave(tenant.pk, "vendas", esperado)
-    assert (job.status, job.tentativas, job.progresso) == (Status.PENDENTE, 0, 0)
-    assert submissao.job.status == Status.PENDENTE
+    assert (job.status, job.tentativas, job.progresso) == (EstadoDoJob.PENDENTE, 0, 0)
+    assert submissao.job.status == EstadoDoJob.PENDENTE
 
 
 @pytest.mark.django_db
 def test_job_que_falhou_recomeca(tenant: Tenant) -> None:
     original = submeter(tenant).job.id
-    forcar(original, status=Status.FALHOU, erro="x", tentativas=3)
+    forcar(original, status=EstadoDoJob.FALHOU, erro="x", tentativas=3)
     OrmQ.objects.all().delete()
     de_novo = submeter(tenant)
     job = helpers.job(original)
     assert de_novo.criado
     assert de_novo.job.id == original
-    assert (job.status, job.tentativas, job.erro) == (Status.PENDENTE, 0, None)
+    assert (job.status, job.tentativas, job.erro) == (EstadoDoJob.PENDENTE, 0, None)
     assert mensagens() == [original]
 
 
@@ -90,14 +90,14 @@ def test_resultado_valido_e_devolvido_sem_recalcular(tenant: Tenant) -> None:
     original = submeter(tenant).job.id
     forcar(
         original,
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={"totais": 1},
         expira_em=timezone.now() + timedelta(hours=1),
     )
     OrmQ.objects.all().delete()
     de_novo = submeter(tenant)
     assert not de_novo.criado
-    assert de_novo.job.status == Status.PRONTO
+    assert de_novo.job.status == EstadoDoJob.PRONTO
     assert de_novo.job.resultado == {"totais": 1}
     assert mensagens() == []
 
@@ -107,7 +107,7 @@ def test_resultado_expirado_recomeca(tenant: Tenant) -> None:
     original = submeter(tenant).job.id
     forcar(
         original,
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={"totais": 1},
         expira_em=timezone.now() - timedelta(seconds=1),
     )
@@ -115,12 +115,16 @@ def test_resultado_expirado_recomeca(tenant: Tenant) -> None:
     de_novo = submeter(tenant)
     job = helpers.job(original)
     assert de_novo.criado
-    assert (job.status, job.resultado, job.expira_em) == (Status.PENDENTE, None, None)
+    assert (job.status, job.resultado, job.expira_em) == (
+        EstadoDoJob.PENDENTE,
+        None,
+        None,
+    )
     assert mensagens() == [original]
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("status", [Status.PENDENTE, Status.EXECUTANDO])
+@pytest.mark.parametrize("status", [EstadoDoJob.PENDENTE, EstadoDoJob.EXECUTANDO])
 def test_job_em_andamento_nao_recomeca(tenant: Tenant, status: str) -> None:
     original = submeter(tenant).job.id
     forcar(original, status=status, tentativas=1)

@@ -17,13 +17,13 @@ from relatorios.models import (
     Agendamento,
     Cluster,
     Entrega,
+    EstadoDoJob,
     EstadoOcorrencia,
     Inscricao,
     Ocorrencia,
     RelatorioJob,
     RelatorioParcial,
     RelatorioTentativa,
-    Status,
     Tenant,
     Usuario,
 )
@@ -53,7 +53,7 @@ def pronto(tenant: Tenant, *, expirou_ha_dias: float) -> int:
     expira = timezone.now() - timedelta(days=expirou_ha_dias)
     return criar_job(
         tenant,
-        Status.PRONTO,
+        EstadoDoJob.PRONTO,
         idade_dias=expirou_ha_dias + 1,
         concluido_em=expira - timedelta(days=1),
         expira_em=expira,
@@ -88,10 +88,16 @@ def test_falho_conta_a_janela_desde_a_falha(tenant: Tenant, settings: Any) -> No
     settings.RELATORIOS_RETER_DIAS = 30
     agora = timezone.now()
     recente = criar_job(
-        tenant, Status.FALHOU, idade_dias=40, concluido_em=agora - timedelta(days=5)
+        tenant,
+        EstadoDoJob.FALHOU,
+        idade_dias=40,
+        concluido_em=agora - timedelta(days=5),
     )
     antigo = criar_job(
-        tenant, Status.FALHOU, idade_dias=40, concluido_em=agora - timedelta(days=31)
+        tenant,
+        EstadoDoJob.FALHOU,
+        idade_dias=40,
+        concluido_em=agora - timedelta(days=31),
     )
 
     assert retencao.expurgar() == 1
@@ -100,7 +106,7 @@ def test_falho_conta_a_janela_desde_a_falha(tenant: Tenant, settings: Any) -> No
     assert not existe(antigo)
 
 
-@pytest.mark.parametrize("status", [Status.PENDENTE, Status.EXECUTANDO])
+@pytest.mark.parametrize("status", [EstadoDoJob.PENDENTE, EstadoDoJob.EXECUTANDO])
 def test_job_ativo_nunca_e_tocado_mesmo_velho(
     tenant: Tenant, settings: Any, status: str
 ) -> None:

@@ -14,7 +14,7 @@ from django_q.models import OrmQ
 
 from relatorios import tipos
 from relatorios.jobs import execucao, pedidos, vagas
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from relatorios.tipos.base import Contexto
 from tests import helpers
 from tests.processos import Processo
@@ -32,7 +32,7 @@ def submeter(tenant: Tenant, tipo: str, params: dict[str, Any]) -> int:
 
 def terminado(job_id: int) -> RelatorioJob | None:
     job = helpers.job(job_id)
-    return job if job.status in (Status.PRONTO, Status.FALHOU) else None
+    return job if job.status in (EstadoDoJob.PRONTO, EstadoDoJob.FALHOU) else None
 
 
 def com_vendas(tenant: Tenant) -> None:
@@ -67,7 +67,7 @@ def test_job_roda_no_cluster_e_fica_pronto(
         relatorio.normalizar(params),
         timeout_s=60,
     )
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.resultado == esperado
     assert job.tentativas == 1
     assert job.progresso == 100
@@ -98,7 +98,7 @@ def test_relatorio_com_bug_falha_com_motivo(
 
     job = helpers.esperar(lambda: terminado(job_id), descricao="job terminar")
 
-    assert job.status == Status.FALHOU
+    assert job.status == EstadoDoJob.FALHOU
     assert job.erro == "ZeroDivisionError: division by zero"
     assert "Traceback" in job.erro_detalhe
     assert "tipos_de_teste.py" in job.erro_detalhe
@@ -118,7 +118,7 @@ def test_segunda_entrega_da_mesma_mensagem_nao_executa_de_novo(
     job = helpers.esperar(lambda: terminado(job_id), descricao="job terminar")
     helpers.esperar(lambda: OrmQ.objects.count() == 0, descricao="fila vazia")
 
-    assert job.status == Status.PRONTO
+    assert job.status == EstadoDoJob.PRONTO
     assert job.tentativas == 1
 
 
@@ -132,17 +132,17 @@ def test_batimento_e_progresso_avancam_durante_a_execucao(
     cluster(RELATORIOS_TESTE_PAUSA_S="1.5")
 
     primeiro = helpers.esperar(
-        lambda: (j := helpers.job(job_id)).status == Status.EXECUTANDO and j,
+        lambda: (j := helpers.job(job_id)).status == EstadoDoJob.EXECUTANDO and j,
         descricao="job começar",
     )
     batimentos = {primeiro.heartbeat_em}
     progressos = {primeiro.progresso}
-    while (atual := helpers.job(job_id)).status == Status.EXECUTANDO:
+    while (atual := helpers.job(job_id)).status == EstadoDoJob.EXECUTANDO:
         batimentos.add(atual.heartbeat_em)
         progressos.add(atual.progresso)
     final = helpers.job(job_id)
 
-    assert final.status == Status.PRONTO
+    assert final.status == EstadoDoJob.PRONTO
     # Several distinct heartbeats inside the first chunk alone prove the
     # heartbeat does not wait for the report's progress.
     assert len(batimentos) >= 4

@@ -22,11 +22,11 @@ from prometheus_client import REGISTRY
 from relatorios.agendamentos import alertas, disparo
 from relatorios.models import (
     Entrega,
+    EstadoDoJob,
     EstadoEntrega,
     Evento,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
     Webhook,
 )
@@ -230,7 +230,7 @@ def test_o_chat_recebe_o_relatorio_agendado_com_link_e_sem_arquivo(
     disparo.disparar(agora=agendamento.proximo_disparo)
     ocorrencia = Ocorrencia.objects.get(agendamento=agendamento)
     RelatorioJob.objects.filter(pk=ocorrencia.job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={
             "agrupar": "mes",
             "linhas": [],

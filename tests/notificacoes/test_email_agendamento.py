@@ -14,10 +14,10 @@ from relatorios.agendamentos import alertas, disparo
 from relatorios.models import (
     Agendamento,
     Entrega,
+    EstadoDoJob,
     EstadoEntrega,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
 )
 from relatorios.notificacoes import entrega
@@ -56,7 +56,7 @@ def test_email_do_relatorio_entregue_diz_quando_o_agendamento_roda(
     disparo.disparar(agora=agendamento.proximo_disparo)
     job_id = Ocorrencia.objects.get().job_id
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={"agrupar": "dia", "linhas": [], "totais": {}},
         concluido_em=timezone.now(),
         expira_em=timezone.now() + timedelta(days=1),

@@ -25,12 +25,12 @@ from relatorios.models import (
     Agendamento,
     Alerta,
     Entrega,
+    EstadoDoJob,
     EstadoEntrega,
     EstadoOcorrencia,
     Inscricao,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
     Usuario,
     Webhook,
@@ -166,7 +166,7 @@ def test_job_pronto_no_cluster_entrega_job_pronto_assinado(
 
     assert payload["type"] == "job.pronto"
     assert payload["data"]["id"] == job_id
-    assert payload["data"]["status"] == Status.PRONTO
+    assert payload["data"]["status"] == EstadoDoJob.PRONTO
     assert payload["data"]["url"] == f"/relatorios/jobs/{job_id}"
     assert "erro" not in payload["data"]
     assert receptor.recebidas[0][0]["webhook-id"] == entregue.mensagem_id
@@ -301,7 +301,7 @@ def test_mudanca_de_estado_desfeita_nao_deixa_entrega(
         falhar_e_desfazer()
 
     assert dentro == [1]
-    assert helpers.job(job_id).status == Status.PENDENTE
+    assert helpers.job(job_id).status == EstadoDoJob.PENDENTE
     assert Entrega.objects.count() == 0
     assert mensagens_de_entrega() == []
 
@@ -330,7 +330,7 @@ def test_concluir_sem_webhook_nem_inscrito_nao_cria_entrega(tenant: Tenant) -> N
 
     concluir(job_id)
 
-    assert helpers.job(job_id).status == Status.PRONTO
+    assert helpers.job(job_id).status == EstadoDoJob.PRONTO
     assert Entrega.objects.count() == 0
 
 

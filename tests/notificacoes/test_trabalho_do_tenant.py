@@ -20,11 +20,11 @@ from relatorios.jobs import pedidos
 from relatorios.models import (
     Arquivo,
     Entrega,
+    EstadoDoJob,
     EstadoEntrega,
     Evento,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
 )
 from relatorios.notificacoes import saida
@@ -35,7 +35,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
 RAPIDO = {
     "RELATORIOS_AGENDADOR_S": 0.3,
     "RELATORIOS_VARREDURA_S": 0.5,
-    "RELATORIOS_HEARTBEAT_S": 0.5,
+    "RELATORIOS_BATIMENTO_S": 0.5,
     "RELATORIOS_ENTREGA_BACKOFF_S": 0.2,
     "RELATORIOS_ENTREGA_BACKOFF_MAX_S": 0.5,
 }
@@ -122,7 +122,7 @@ def test_o_leque_de_um_tenant_nao_fica_na_frente_do_relatorio_de_outro(
         usuario_id=None,
     )
     em_voo: list[int] = []
-    while helpers.job(submissao.job.id).status != Status.PRONTO:
+    while helpers.job(submissao.job.id).status != EstadoDoJob.PRONTO:
         em_voo.append(
             Entrega.objects.filter(
                 tenant=barulhento,
@@ -180,7 +180,7 @@ def test_o_anexo_que_nao_cabe_nem_e_construido(
         for n in range(2000)
     ]
     RelatorioJob.objects.filter(pk=ocorrencia.job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={"linhas": linhas, "totais": {"itens": sum(range(2000))}},
         concluido_em=timezone.now(),
         expira_em=timezone.now() + timedelta(days=1),

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from relatorios.operacao import logs
 from tests import helpers, processos
 from tests.notificacoes.test_notificacoes import Receptor, webhook
@@ -57,7 +57,7 @@ def test_um_pedido_se_segue_por_request_id_em_json_sem_segredos(
         invalido = submeter_http(url, token, "não vale: espaços e acentos")[1]
         job = RelatorioJob.objects.get(tenant=tenant)
         helpers.esperar(
-            lambda: helpers.job(job.pk).status == Status.PRONTO,
+            lambda: helpers.job(job.pk).status == EstadoDoJob.PRONTO,
             descricao="o job ficar pronto",
         )
         helpers.esperar(lambda: receptor.recebidas, descricao="o webhook chegar")

@@ -17,7 +17,7 @@ import pytest
 from django.conf import global_settings
 from django.test import override_settings
 
-from relatorios.models import RelatorioJob, Status, Tenant, Usuario
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant, Usuario
 from relatorios.notificacoes import links
 from tests import helpers, processos
 from tests.notificacoes.test_notificacoes import Receptor
@@ -166,7 +166,7 @@ def test_nenhum_token_senha_segredo_ou_email_chega_aos_logs_em_nivel_algum(
         )
         job = RelatorioJob.objects.get(tenant=tenant)
         helpers.esperar(
-            lambda: helpers.job(job.pk).status == Status.PRONTO,
+            lambda: helpers.job(job.pk).status == EstadoDoJob.PRONTO,
             descricao="o job ficar pronto",
         )
         helpers.esperar(lambda: receptor.recebidas, descricao="o webhook chegar")

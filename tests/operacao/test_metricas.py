@@ -26,10 +26,10 @@ from relatorios.jobs import pedidos
 from relatorios.models import (
     Agendamento,
     Alerta,
+    EstadoDoJob,
     EstadoOcorrencia,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
 )
 from relatorios.operacao import acesso, exposicao
@@ -146,8 +146,8 @@ def test_metricas_da_web_e_do_cluster_contam_o_que_aconteceu(
         ).job.id
         helpers.esperar(
             lambda: (
-                helpers.job(job.pk).status == Status.PRONTO
-                and helpers.job(quebrado).status == Status.FALHOU
+                helpers.job(job.pk).status == EstadoDoJob.PRONTO
+                and helpers.job(quebrado).status == EstadoDoJob.FALHOU
             ),
             descricao="um job pronto e outro falho",
         )
@@ -237,7 +237,7 @@ def test_submissoes_rejeitadas_e_reiniciadas_sao_contadas(tenant: Tenant) -> Non
     job_id = pedidos.submeter(
         tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
     ).job.id
-    RelatorioJob.objects.filter(pk=job_id).update(status=Status.FALHOU, erro="x")
+    RelatorioJob.objects.filter(pk=job_id).update(status=EstadoDoJob.FALHOU, erro="x")
     pedidos.submeter(
         tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
     )

@@ -16,7 +16,7 @@ import pytest
 from django.test import Client
 
 from relatorios.jobs import pedidos
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from tests import helpers, processos
 from tests.paginas.test_navegador import com_vendas
 from tests.processos import RAIZ
@@ -233,9 +233,9 @@ def test_cada_painel_mostra_dados_com_sentido_numa_prometheus_de_verdade(
             ).job.id
             helpers.esperar(
                 lambda rodada=rodada, quebrado=quebrado: (
-                    RelatorioJob.objects.filter(status=Status.PRONTO).count()
+                    RelatorioJob.objects.filter(status=EstadoDoJob.PRONTO).count()
                     == rodada + 1
-                    and helpers.job(quebrado).status == Status.FALHOU
+                    and helpers.job(quebrado).status == EstadoDoJob.FALHOU
                 ),
                 descricao="um job pronto e outro falho",
             )

@@ -24,10 +24,10 @@ from relatorios.jobs import suporte
 from relatorios.models import (
     Arquivo,
     Entrega,
+    EstadoDoJob,
     Evento,
     Ocorrencia,
     RelatorioJob,
-    Status,
     Tenant,
     Webhook,
 )
@@ -58,7 +58,7 @@ def entregue(tenant: Tenant, *, linhas: int = 30, **campos: Any) -> Ocorrencia:
     disparo.disparar(agora=agendamento.proximo_disparo)
     ocorrencia = Ocorrencia.objects.get(agendamento=agendamento)
     RelatorioJob.objects.filter(pk=ocorrencia.job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado=resultado(linhas),
         concluido_em=timezone.now(),
         expira_em=timezone.now() + timedelta(days=1),

@@ -26,7 +26,7 @@ from playwright.sync_api import Browser, BrowserContext, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from relatorios.jobs import pedidos, suporte
-from relatorios.models import RelatorioJob, Status, Tenant, Usuario, Webhook
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant, Usuario, Webhook
 from tests import helpers
 from tests.paginas.test_navegador import (
     ESPERA_MS,
@@ -118,7 +118,7 @@ def jobs_em_cada_estado(tenant: Tenant, usuario: Usuario) -> dict[str, int]:
         "falhou": pedir("2026-01-03"),
     }
     RelatorioJob.objects.filter(pk=ids["pronto"]).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado={
             "agrupar": "dia",
             "linhas": [

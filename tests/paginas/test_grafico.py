@@ -14,7 +14,7 @@ from playwright.sync_api import Browser, expect
 
 from relatorios.apresentacao import grafico
 from relatorios.jobs import pedidos
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from tests.paginas.test_navegador import (
     ESPERA_MS,
     entrar,
@@ -60,7 +60,7 @@ def pronto(
         usuario_id=None,
     ).job.id
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado=resultado,
         concluido_em=timezone.now(),
         expira_em=timezone.now() + timedelta(hours=1),

@@ -18,7 +18,7 @@ from django.test import override_settings
 from django.utils import timezone
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from relatorios.models import RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from tests import helpers
 from tests.processos import RAIZ, Processo
 
@@ -164,7 +164,7 @@ def test_gerente_pede_acompanha_e_baixa_o_relatorio(
     assert pagina.evaluate("window.__semRecarregar") is True
     assert navegacoes == []
     assert len(consultas) >= 2
-    assert helpers.job(job_id).status == Status.PRONTO
+    assert helpers.job(job_id).status == EstadoDoJob.PRONTO
 
     tabela = pagina.locator("[data-campo='resultado']")
     expect(tabela.locator("thead th")).to_have_text(
@@ -254,7 +254,7 @@ def test_sem_javascript_recarregar_mostra_o_estado_atual(
         "totais": {"saldo_inicial": 10, "entradas": 5, "saidas": 2, "saldo_final": 13},
     }
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado=resultado,
         progresso=100,
         concluido_em=agora,

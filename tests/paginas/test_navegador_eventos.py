@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from relatorios.models import Status, Tenant
+from relatorios.models import EstadoDoJob, Tenant
 from tests import helpers, processos
 from tests.paginas.test_navegador import (  # noqa: F401 (the fixture)
     ESPERA_MS,
@@ -69,7 +69,7 @@ def test_pagina_do_job_segue_o_fluxo_sem_consultar_o_status(
     pagina.screenshot(path=str(pasta_saida / "pagina-com-eventos.png"), full_page=True)
 
     assert pagina.evaluate("window.__semRecarregar") is True
-    assert helpers.job(job_id).status == Status.PRONTO
+    assert helpers.job(job_id).status == EstadoDoJob.PRONTO
     assert f"{origem}/relatorios/jobs/{job_id}/eventos" in pedidos
     # No poll of the status endpoint: every change came by the stream.
     assert not [p for p in pedidos if p.endswith(f"/relatorios/jobs/{job_id}")]

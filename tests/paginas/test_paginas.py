@@ -10,7 +10,7 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from relatorios.jobs import pedidos
-from relatorios.models import RelatorioJob, Status, Tenant, Usuario
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant, Usuario
 from relatorios.paginas.forms import PedidoForm
 from relatorios.tipos.base import TipoRelatorio
 from relatorios.tipos.vendas import Vendas
@@ -74,7 +74,7 @@ def submeter(tenant: Tenant, usuario: Usuario | None = None, **params: Any) -> i
 def pronto(job_id: int, resultado: Any = RESULTADO, **campos: Any) -> None:
     agora = timezone.now()
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.PRONTO,
+        status=EstadoDoJob.PRONTO,
         resultado=resultado,
         progresso=100,
         tentativas=1,
@@ -294,7 +294,7 @@ def test_job_pendente_mostra_progresso_e_botao_desabilitado(
 def test_job_executando_mostra_o_progresso(cliente: Client, tenant: Tenant) -> None:
     job_id = submeter(tenant)
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.EXECUTANDO, progresso=66, iniciado_em=timezone.now()
+        status=EstadoDoJob.EXECUTANDO, progresso=66, iniciado_em=timezone.now()
     )
     html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()
     assert 'value="66"' in html
@@ -338,7 +338,7 @@ def test_job_falhou_mostra_o_erro_sem_traceback_e_tenta_de_novo(
 ) -> None:
     job_id = submeter(tenant)
     RelatorioJob.objects.filter(pk=job_id).update(
-        status=Status.FALHOU,
+        status=EstadoDoJob.FALHOU,
         erro="o relatório excedeu o tempo limite de consulta",
         erro_detalhe="Traceback (most recent call last): segredo",
     )
@@ -350,7 +350,7 @@ def test_job_falhou_mostra_o_erro_sem_traceback_e_tenta_de_novo(
     resposta = cliente.post(f"/painel/jobs/{job_id}/repetir/")
     assert resposta["Location"] == f"/painel/jobs/{job_id}/"
     job = helpers.job(job_id)
-    assert job.status == Status.PENDENTE
+    assert job.status == EstadoDoJob.PENDENTE
     assert job.erro is None
 
 
@@ -366,7 +366,7 @@ def test_resultado_expirado_pode_ser_gerado_de_novo(
     assert "Expirado" in html
     assert "Gerar novamente" in html
     cliente.post(f"/painel/jobs/{job_id}/repetir/")
-    assert helpers.job(job_id).status == Status.PENDENTE
+    assert helpers.job(job_id).status == EstadoDoJob.PENDENTE
 
 
 def test_repetir_job_em_andamento_nao_muda_nada(
@@ -403,9 +403,9 @@ def test_repetir_job_de_outro_tenant_e_404(
     cliente: Client, outro_tenant: Tenant
 ) -> None:
     alheio = submeter(outro_tenant)
-    RelatorioJob.objects.filter(pk=alheio).update(status=Status.FALHOU)
+    RelatorioJob.objects.filter(pk=alheio).update(status=EstadoDoJob.FALHOU)
     assert cliente.post(f"/painel/jobs/{alheio}/repetir/").status_code == 404
-    assert helpers.job(alheio).status == Status.FALHOU
+    assert helpers.job(alheio).status == EstadoDoJob.FALHOU
 
 
 def test_fragmento_de_estado_e_so_a_parte_que_muda(

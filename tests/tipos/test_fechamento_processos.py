@@ -21,7 +21,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from relatorios.agendamentos import agenda
-from relatorios.models import Ocorrencia, RelatorioJob, Status, Tenant
+from relatorios.models import EstadoDoJob, Ocorrencia, RelatorioJob, Tenant
 from relatorios.models.erp import Devolucao
 from tests import helpers, processos
 from tests.agendamentos.test_agendamentos_processos import RAPIDO, segundos_a_frente
@@ -279,7 +279,7 @@ def test_fechamento_pela_api_na_pagina_em_excel_agendado_e_por_email(
     anexos = list(emails[0].iter_attachments())
 
     assert ocorrencia.job_id == job_id
-    assert RelatorioJob.objects.get(pk=job_id).status == Status.PRONTO
+    assert RelatorioJob.objects.get(pk=job_id).status == EstadoDoJob.PRONTO
     assert RelatorioJob.objects.count() == 1
     assert len(smtp.para(CONTABILIDADE)) == 1
     assert str(emails[0]["Subject"]).strip() == (

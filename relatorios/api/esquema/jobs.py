@@ -34,12 +34,12 @@ from relatorios.api.esquema.comum import (
     retry_after,
 )
 from relatorios.apresentacao import excel
-from relatorios.models import Status
+from relatorios.models import EstadoDoJob
 
 # The job shapes' `status` choices (named in ENUM_NAME_OVERRIDES).
-STATUS_EM_ANDAMENTO = [Status.PENDENTE.value, Status.EXECUTANDO.value]
-STATUS_PRONTO = [Status.PRONTO.value]
-STATUS_FALHOU = [Status.FALHOU.value]
+STATUS_EM_ANDAMENTO = [EstadoDoJob.PENDENTE.value, EstadoDoJob.EXECUTANDO.value]
+STATUS_PRONTO = [EstadoDoJob.PRONTO.value]
+STATUS_FALHOU = [EstadoDoJob.FALHOU.value]
 
 
 @extend_schema_field(
@@ -189,10 +189,10 @@ class _EstadoDoJob(PolymorphicProxySerializer):
         # The three shapes have disjoint `status` enums: exactly one matches.
         pronto = _job_pronto_de_qualquer_tipo(tuple(sorted(tipos.registro())))
         return {
-            Status.PENDENTE.value: JobEmAndamentoSerializer,
-            Status.EXECUTANDO.value: JobEmAndamentoSerializer,
-            Status.PRONTO.value: pronto,
-            Status.FALHOU.value: JobFalhouSerializer,
+            EstadoDoJob.PENDENTE.value: JobEmAndamentoSerializer,
+            EstadoDoJob.EXECUTANDO.value: JobEmAndamentoSerializer,
+            EstadoDoJob.PRONTO.value: pronto,
+            EstadoDoJob.FALHOU.value: JobFalhouSerializer,
         }
 
     @serializers.setter

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import EmailMultiAlternatives
 
-from relatorios.models import Evento, RelatorioJob, Status
+from relatorios.models import EstadoDoJob, Evento, RelatorioJob
 from relatorios.notificacoes import arquivos, enderecos
 from relatorios.notificacoes.canais.base import (
     Envio,
@@ -100,7 +100,7 @@ def _anexo(payload: Mapping[str, Any]) -> arquivos.Guardado | None:
     if not dados.get("anexar"):
         return None
     job = (
-        RelatorioJob.objects.filter(pk=dados["job"]["id"], status=Status.PRONTO)
+        RelatorioJob.objects.filter(pk=dados["job"]["id"], status=EstadoDoJob.PRONTO)
         .only("id", "tenant_id", "tipo", "status", "params", "concluido_em")
         .first()
     )

@@ -12,7 +12,7 @@ from relatorios.banco.funcoes import instalar, ler
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("relatorios", "0027_eventos"),
+        ("relatorios", "0029_comentarios_das_funcoes"),
     ]
 
     operations = [
