@@ -443,7 +443,11 @@ RELATORIOS_CACHE_TOKEN_S = env_float("RELATORIOS_CACHE_TOKEN_S", 5.0)
 # How long a finished result is served before a new request recomputes it.
 RELATORIOS_VALIDADE_S = env_int("RELATORIOS_VALIDADE_S", 24 * 3600)
 # How often a running job proves it is alive (a thread with its own connection).
-RELATORIOS_BATIMENTO_S = env_float("RELATORIOS_BATIMENTO_S", 10.0)
+# Its old name, RELATORIOS_HEARTBEAT_S, is still read, so a deployment that
+# set it keeps its interval after the rename to the project's one word.
+RELATORIOS_BATIMENTO_S = env_float(
+    "RELATORIOS_BATIMENTO_S", env_float("RELATORIOS_HEARTBEAT_S", 10.0)
+)
 # Default limit on a report's SQL (statement_timeout); a type may override it.
 RELATORIOS_TIMEOUT_S = env_int("RELATORIOS_TIMEOUT_S", 300)
 # Longest period (inicio..fim) a request may ask for.
