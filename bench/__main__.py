@@ -33,7 +33,7 @@ from bench.ambiente import RAIZ, SAIDA, Banco, fechar_monitor, parar_todos
 from bench.contexto import Contexto, nota
 
 # Also the order they run in, whatever the order of --only.
-CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10")
+CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,6 +131,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         b8_vizinho,
         b9_eventos,
         b10_piso,
+        b11_mes,
     )
 
     modulos = {
@@ -144,6 +145,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         "B8": b8_vizinho,
         "B9": b9_eventos,
         "B10": b10_piso,
+        "B11": b11_mes,
     }
     executar: Callable[[Contexto], None] = modulos[nome].executar
     return executar
