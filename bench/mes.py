@@ -131,8 +131,8 @@ def calendario(
     before the month, with only the patterned requests), then the measured
     days from the 1st of the month."""
     dias: list[Dia] = []
-    anteriores = [_mes_anterior(_mes_anterior(MES)[0])[1] + timedelta(days=1)]
-    anteriores.append(_mes_anterior(MES)[0])
+    anterior = _mes_anterior(MES)[0]
+    anteriores = [_mes_anterior(anterior)[0], anterior]
     anteriores += [MES - timedelta(days=d) for d in range(aquecimento, 0, -1)]
     for data in anteriores:
         pedidos = pedidos_do_dia(data, lojas, gerentes=gerentes, avulsos=0, semente=0)
