@@ -310,7 +310,9 @@ def viver_o_dia_em(
     The one place that knows how the request history is kept. The predictor
     of computing ahead (relatorios.jobs.antecipacao) reads it from
     `relatorio_jobs.criado_em`; if it comes to read something else (an
-    attempts' or requests' table), this function moves that too.
+    attempts' or requests' table), this function moves that too. Stored
+    chunks are not moved: they are valid by their data's versions, not by
+    the clock, but a retention by age would see them as minutes old.
     """
     return conexao.execute(
         """
