@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         call_command("migrate", verbosity=0)
         nota(f"database {banco.nome} created and migrated")
         for nome in escolhidos:
-            _sem_jobs(banco)
+            banco.sem_jobs()
             _executor(nome)(ctx)
         nota(f"done in {time.monotonic() - inicio:.0f}s")
     except KeyboardInterrupt:
@@ -221,22 +221,6 @@ def _cabecalho(ctx: Contexto, escolhidos: list[str]) -> None:
         f" | commit {commit or '?'} | {os.cpu_count()} cpu {modelo}"
         f" | Python {platform.python_version()} | {time.strftime('%Y-%m-%d %H:%M %Z')}"
     )
-
-
-def _sem_jobs(banco: Banco) -> None:
-    """Each scenario starts with no jobs and an empty queue.
-
-    B1 leaves thousands of pending jobs and their queue messages (no cluster
-    runs there): a later cluster would first work through them, and B4's
-    "0 jobs" would not be 0. Tenants and their ERP data stay.
-    """
-    with banco.conectar() as conexao:
-        # CASCADE: what hangs off a job (attempts, partials, subscriptions,
-        # deliveries...) goes with it, whatever tables later features add.
-        conexao.execute(
-            "TRUNCATE relatorio_jobs, relatorio_tentativas, relatorio_parciais,"
-            " django_q_ormq, django_q_task CASCADE"
-        )
 
 
 def _interromper(signum: int, frame: FrameType | None) -> None:

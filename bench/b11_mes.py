@@ -253,6 +253,9 @@ def _rodar(
     dias: list[mes.Dia],
     modo: str,
 ) -> Execucao:
+    # Each run learns from its own history only: the other's jobs would be
+    # predicted too.
+    ctx.banco.sem_jobs()
     valor = "1" if modo == "on" else "0"
     knobs = {nome: valor for nome in KNOBS} | (EXTRAS_ON if modo == "on" else {})
     cluster = iniciar_cluster(f"b11-{modo}", PGAPPNAME=f"b11-{modo}-cluster", **knobs)

@@ -262,7 +262,7 @@ def escrever(soak: Soak, sorte: random.Random, parar: threading.Event) -> None:
 # --- the readers ---------------------------------------------------------------------
 
 
-def _periodo(tipo: str, sorte: random.Random) -> tuple[date, date]:
+def periodo(tipo: str, sorte: random.Random) -> tuple[date, date]:
     """Mostly whole months (shared month chunks), sometimes cut inside one."""
     m1 = sorte.choice(MESES)
     m2 = m1 if tipo == "fechamento" else min(max(MESES), m1 + sorte.randint(0, 3))
@@ -285,7 +285,7 @@ def pedir(soak: Soak, sorte: random.Random, parar: threading.Event) -> None:
     while not parar.wait(sorte.uniform(0.2, 0.6)):
         tenant = sorte.choice(tenants)
         tipo = sorte.choice(tipos)
-        inicio, fim = _periodo(tipo, sorte)
+        inicio, fim = periodo(tipo, sorte)
         corpo = {
             "inicio": inicio.isoformat(),
             "fim": fim.isoformat(),

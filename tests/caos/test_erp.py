@@ -146,3 +146,13 @@ def test_escritas_de_todos_os_tipos_deixam_cada_venda_no_seu_tenant(url: str) ->
     assert not Venda.objects.exclude(vendedor__tenant=F("tenant")).exists()
     assert not Venda.objects.exclude(produto__tenant=F("tenant")).exists()
     assert not Devolucao.objects.exclude(venda__tenant=F("tenant")).exists()
+
+
+@pytest.mark.parametrize("tipo", erp.tipos_do_erp())
+def test_os_periodos_pedidos_sao_validos_para_cada_tipo(tipo: str) -> None:
+    sorte = random.Random(tipo)
+    for _ in range(200):
+        inicio, fim = erp.periodo(tipo, sorte)
+        tipos.obter(tipo).normalizar(
+            {"inicio": inicio.isoformat(), "fim": fim.isoformat(), "lojas": ["L001"]}
+        )
