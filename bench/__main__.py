@@ -33,7 +33,7 @@ from bench.ambiente import RAIZ, SAIDA, Banco, fechar_monitor, parar_todos
 from bench.contexto import Contexto, nota
 
 # Also the order they run in, whatever the order of --only.
-CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10")
+CENARIOS = ("B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B9", "B10", "B11")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         call_command("migrate", verbosity=0)
         nota(f"database {banco.nome} created and migrated")
         for nome in escolhidos:
-            _sem_jobs(banco)
+            banco.sem_jobs()
             _executor(nome)(ctx)
         nota(f"done in {time.monotonic() - inicio:.0f}s")
     except KeyboardInterrupt:
@@ -131,6 +131,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         b8_vizinho,
         b9_eventos,
         b10_piso,
+        b11_mes,
     )
 
     modulos = {
@@ -144,6 +145,7 @@ def _executor(nome: str) -> Callable[[Contexto], None]:
         "B8": b8_vizinho,
         "B9": b9_eventos,
         "B10": b10_piso,
+        "B11": b11_mes,
     }
     executar: Callable[[Contexto], None] = modulos[nome].executar
     return executar
@@ -219,22 +221,6 @@ def _cabecalho(ctx: Contexto, escolhidos: list[str]) -> None:
         f" | commit {commit or '?'} | {os.cpu_count()} cpu {modelo}"
         f" | Python {platform.python_version()} | {time.strftime('%Y-%m-%d %H:%M %Z')}"
     )
-
-
-def _sem_jobs(banco: Banco) -> None:
-    """Each scenario starts with no jobs and an empty queue.
-
-    B1 leaves thousands of pending jobs and their queue messages (no cluster
-    runs there): a later cluster would first work through them, and B4's
-    "0 jobs" would not be 0. Tenants and their ERP data stay.
-    """
-    with banco.conectar() as conexao:
-        # CASCADE: what hangs off a job (attempts, partials, subscriptions,
-        # deliveries...) goes with it, whatever tables later features add.
-        conexao.execute(
-            "TRUNCATE relatorio_jobs, relatorio_tentativas, relatorio_parciais,"
-            " django_q_ormq, django_q_task CASCADE"
-        )
 
 
 def _interromper(signum: int, frame: FrameType | None) -> None:

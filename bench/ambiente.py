@@ -289,6 +289,23 @@ class Banco:
                 sql.SQL("CREATE DATABASE {}").format(sql.Identifier(self.nome))
             )
 
+    def sem_jobs(self) -> None:
+        """No jobs and an empty queue; tenants and their ERP data stay.
+
+        Before each scenario (B1 leaves thousands of pending jobs and their
+        queue messages, which a later cluster would first work through, and
+        B4's "0 jobs" would not be 0), and between B11's two runs (each
+        predicts from its own request history).
+        """
+        with self.conectar() as conexao:
+            # CASCADE: what hangs off a job (attempts, partials,
+            # subscriptions, deliveries...) goes with it, whatever tables
+            # later features add.
+            conexao.execute(
+                "TRUNCATE relatorio_jobs, relatorio_tentativas, relatorio_parciais,"
+                " django_q_ormq, django_q_task CASCADE"
+            )
+
     def apagar(self) -> None:
         # FORCE ends the backends still connected (ours, if a child was killed).
         with self.conectar("postgres") as conexao:

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from tests import sse
+from tests.caos import erp
 from tests.caos.implantacao import Implantacao, TenantDoSoak
 
 TIMEOUT_S = 30.0
@@ -111,6 +112,8 @@ class Soak:
     # Signed download links found in delivered webhooks, already fetched.
     links_vistos: set[str] = field(default_factory=set)
     fluxos: list[FluxoDoSoak] = field(default_factory=list)
+    # The ERP's writers and what they wrote (tests/caos/erp.py).
+    erp: erp.RegistroDoErp = field(default_factory=erp.RegistroDoErp)
     trava: threading.Lock = field(default_factory=threading.Lock)
 
     def chamar(
@@ -440,6 +443,8 @@ CARGAS = (
     Carga("baixar", 1, baixar),
     Carga("agendar", 1, agendar),
     Carga("escutar", 1, escutar),
+    Carga("erp_escrever", 1, erp.escrever),
+    Carga("erp", 1, erp.pedir),
 )
 
 

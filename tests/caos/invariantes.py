@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from tests.caos.amostras import Amostras
 from tests.caos.carga import AgendamentoDoSoak, Pedido, Soak
+from tests.caos.erp import recomputacao
 from tests.caos.falhas import JANELA_WEB_S, Registro, pids_congelados
 from tests.caos.implantacao import Implantacao
 from tests.caos.parametros import PREFIXO_DA_RAZAO as PREFIXO
@@ -1088,6 +1089,7 @@ INVARIANTES = (
     Invariante("canais de chat", chats),
     Invariante("réplica", replica),
     Invariante("eventos ao vivo", eventos_ao_vivo),
+    Invariante("recomputação", recomputacao),
     Invariante(
         "réplica limitada",
         pendente(
