@@ -35,6 +35,8 @@ class DeTeste(TipoRelatorio):
     resultado = ResultadoDeTesteSerializer
     exemplo = {"linhas": [{"loja": "L001", "nome": "Loja Centro"}]}
     tabelas_erp = (Loja,)
+    # Their chunks count calls, sleep or fail on purpose: always computed.
+    partes_reutilizaveis = False
 
 
 class TimeoutDeTeste(DeTeste):
