@@ -231,7 +231,7 @@ class Reuso:
                 _desfazer(cursor)
                 self._falhou("gravação")
             else:
-                self._guardou(envolto.rowcount)
+                self._guardou(max(0, envolto.rowcount))
             return parcial
 
     def _parte_numa_transacao(
@@ -296,7 +296,7 @@ class Reuso:
         if sentencas is None:
             return
         try:
-            despejadas = _no_primario(*sentencas).rowcount
+            despejadas = _no_primario(*sentencas)
         except DatabaseError:
             self._falhou("gravação")
             return
@@ -353,19 +353,21 @@ def iniciar(
     return Reuso(tipo, ctx, params, banco)
 
 
-def _no_primario(*sentencas: tuple[str, Any]) -> CursorWrapper:
+def _no_primario(*sentencas: tuple[str, Any]) -> int:
     """Runs the statements on the primary under the store's limits, all or
     none: one message (an implicit transaction), or a savepoint inside a
-    test's transaction. The cursor is left on the last one's result."""
+    test's transaction. Returns the last one's row count."""
     conexao = connections[DEFAULT_DB_ALIAS]
     if not conexao.in_atomic_block:
         with conexao.cursor() as cursor:
-            return _mensagem(cursor, (LIMITES_DO_ARMAZEM, None), *sentencas)
+            return max(
+                0, _mensagem(cursor, (LIMITES_DO_ARMAZEM, None), *sentencas).rowcount
+            )
     with transaction.atomic(), conexao.cursor() as cursor:
         cursor.execute(LIMITES_DO_ARMAZEM)
         for sentenca, parametros in sentencas:
             cursor.execute(sentenca, parametros)
-        return cursor
+        return max(0, cursor.rowcount)
 
 
 def _mensagem(cursor: CursorWrapper, *sentencas: tuple[str, Any]) -> CursorWrapper:

@@ -5,6 +5,7 @@ from datetime import datetime
 import pytest
 from django.db import connection
 
+from relatorios.admin import painel
 from relatorios.models import ParteGuardada, ReusoDoTenant, Tenant
 from tests import helpers
 from tests.reuso.comum import SP, com_vendas, contando, relatorio, sem_reuso
@@ -118,3 +119,20 @@ def test_loja_levada_a_outro_tenant_e_renomeada_la_nao_deixa_parte_velha(
     depois = relatorio(tenant, inicio="2025-01-01", fim="2025-03-31")
 
     assert depois == antes == sem_reuso(tenant, inicio="2025-01-01", fim="2025-03-31")
+
+
+def test_suporte_ve_a_taxa_de_acerto_e_o_tamanho_por_tenant(tenant: Tenant) -> None:
+    com_vendas(tenant)
+    relatorio(tenant, inicio="2025-01-01", fim="2025-03-31")
+    relatorio(tenant, inicio="2025-01-01", fim="2025-04-30")
+
+    (linha,) = painel.montar().reuso
+
+    assert (linha.nome, linha.partes, linha.acertos, linha.falhas) == (
+        tenant.nome,
+        4,
+        3,
+        4,
+    )
+    assert linha.bytes == sum(ParteGuardada.objects.values_list("tamanho", flat=True))
+    assert linha.taxa_de_acerto == 3 / 7
