@@ -147,6 +147,15 @@ class Contado(TimeoutDeTeste, Lento):
         }
 
 
+class ContadoReusavel(Contado):
+    """Contado whose chunks the chunk store keeps and reuses (jobs.reuso):
+    teste_execucoes then shows which chunks a job actually computed."""
+
+    tipo = "teste_contado_reusavel"
+    titulo = "Contado reusável"
+    partes_reutilizaveis = True
+
+
 class Dorminhoco(TimeoutDeTeste):
     """Stuck in Python, not in SQL: only django-q2's hard stop can end it."""
 
