@@ -201,8 +201,10 @@ class Reuso:
                     (LIMITES_DO_ARMAZEM, None),
                     self._consulta(parte),
                 ).fetchone()
-            except DatabaseError:
+            except DatabaseError as exc:
                 _desfazer(cursor)
+                if _cancelado(exc):
+                    raise  # the attempt is being stopped (Execucao.parar)
                 self._falhou("consulta")
                 return calcular_parte(cursor)
             try:
@@ -314,7 +316,9 @@ class Reuso:
         contagem = {
             nome: self.contagem[nome] for nome in (ACERTO, FALHA, GUARDADA, DESPEJADA)
         }
-        sentencas = [(_CONTAR, {"tenant": self.ctx.tenant_id, **contagem})]
+        sentencas: list[tuple[str, dict[str, Any]]] = [
+            (_CONTAR, {"tenant": self.ctx.tenant_id, **contagem})
+        ]
         if self.usadas:
             sentencas.insert(0, (_USADAS, {"usadas": self.usadas}))
         try:
@@ -380,6 +384,15 @@ def _mensagem(cursor: CursorWrapper, *sentencas: tuple[str, Any]) -> CursorWrapp
     while cliente.nextset():
         pass
     return envolto
+
+
+def _cancelado(exc: BaseException) -> bool:
+    """A cancel request (the attempt stopped from outside), not the store's
+    own statement timeout, which is a QueryCanceled too."""
+    causa = exc.__cause__ or exc
+    return isinstance(causa, psycopg.errors.QueryCanceled) and "user request" in str(
+        causa
+    )
 
 
 def _desfazer(cursor: CursorWrapper) -> None:

@@ -70,3 +70,14 @@ def com_vendas(tenant: Tenant) -> None:
             data_hora=datetime(2025, mes, 1, 0, 30, tzinfo=SP),
             valor=f"{mes}.00",
         )
+
+
+def venda_atrasada(tenant: Tenant, data_hora: datetime, valor: str) -> None:
+    """A sale written late, in the tenant's one store, by a new seller."""
+    helpers.criar_venda(
+        loja=tenant.lojas.get(),
+        vendedor=helpers.criar_vendedor(tenant),
+        produto=helpers.criar_produto(tenant),
+        data_hora=data_hora,
+        valor=valor,
+    )

@@ -26,6 +26,7 @@ from tests.jobs.test_falhas import (
     submeter,
 )
 from tests.processos import Processo
+from tests.reuso.comum import venda_atrasada
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
 
@@ -88,14 +89,7 @@ def test_worker_morto_no_meio_nao_deixa_parte_que_um_job_depois_confie(
     os.kill(pid, signal.SIGKILL)
     # A late sale into January while the job is orphaned: the January the
     # killed worker stored must not be trusted now.
-    loja = tenant.lojas.get()
-    helpers.criar_venda(
-        loja=loja,
-        vendedor=helpers.criar_vendedor(tenant),
-        produto=helpers.criar_produto(tenant),
-        data_hora=datetime(2026, 1, 20, 12, tzinfo=UTC),
-        valor="1234.56",
-    )
+    venda_atrasada(tenant, datetime(2026, 1, 20, 12, tzinfo=UTC), "1234.56")
     job = esperar_fim(primeiro)
     segundo = submeter(tenant, TIPO, meses=4)
     depois = esperar_fim(segundo)

@@ -8,45 +8,20 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 
 from relatorios.models import ParteGuardada, Tenant
 from relatorios.tipos.vendas import Vendas
-from tests import helpers
-from tests.reuso.comum import SP, com_vendas, relatorio, sem_reuso
+from tests.agendamentos.test_travas import em_paralelo
+from tests.reuso.comum import SP, com_vendas, relatorio, sem_reuso, venda_atrasada
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 MARCO = {"inicio": "2025-03-01", "fim": "2025-03-31"}
 
 
-def em_outra_thread(
-    fazer: Callable[[], Any],
-) -> tuple[threading.Thread, dict[str, Any]]:
-    saida: dict[str, Any] = {}
-
-    def rodar() -> None:
-        try:
-            saida["valor"] = fazer()
-        except BaseException as exc:
-            saida["erro"] = exc
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=rodar)
-    thread.start()
-    return thread, saida
-
-
 def venda_de_marco(tenant: Tenant) -> None:
-    loja = tenant.lojas.get()
-    helpers.criar_venda(
-        loja=loja,
-        vendedor=helpers.criar_vendedor(tenant),
-        produto=helpers.criar_produto(tenant),
-        data_hora=datetime(2025, 3, 20, 12, tzinfo=SP),
-        valor="77.77",
-    )
+    venda_atrasada(tenant, datetime(2025, 3, 20, 12, tzinfo=SP), "77.77")
 
 
 @pytest.mark.parametrize("quando", ["antes_do_sql", "depois_do_sql"])
@@ -71,7 +46,7 @@ def test_escrita_confirmada_durante_a_parte_nao_deixa_parte_velha_valida(
         return parcial
 
     monkeypatch.setattr(Vendas, "gerar_parte", gerar_parte)
-    thread, saida = em_outra_thread(lambda: relatorio(tenant, **MARCO))
+    thread, saida = em_paralelo(lambda: relatorio(tenant, **MARCO))
     assert na_parte.wait(30)
     venda_de_marco(tenant)  # commits while the chunk's transaction is open
     seguir.set()
@@ -132,7 +107,7 @@ def test_armazem_travado_calcula_e_da_o_resultado_certo(tenant: Tenant) -> None:
             soltar.wait(60)
             cursor.execute("ROLLBACK")
 
-    thread, _ = em_outra_thread(travar)
+    thread, _ = em_paralelo(travar)
     assert travado.wait(30)
     try:
         resultado = relatorio(tenant, inicio="2025-01-01", fim="2025-03-31")
