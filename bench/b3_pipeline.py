@@ -95,7 +95,11 @@ def _drenar(
 
     Returns the CPU use over the wait, and its length (`janela_s`).
     """
-    cluster = iniciar_cluster(nome, Q_SAVE_LIMIT="0", **extras)
+    # The machinery as the seed designed it: every chunk computed. The chunk
+    # store (jobs.reuso) is B11's subject, off against on.
+    cluster = iniciar_cluster(
+        nome, Q_SAVE_LIMIT="0", RELATORIOS_REUSO_PARTES="false", **extras
+    )
     medidor = MedidorCpu(
         {"qcluster": cluster.pids, "postgres": lambda: pids_do_banco(ctx.banco)},
         detalhar=frozenset(),

@@ -480,6 +480,31 @@ RELATORIOS_DESLIGAMENTO_S = env_float("RELATORIOS_DESLIGAMENTO_S", 20.0)
 RELATORIOS_MARGEM_HARD_STOP_S = env_int("RELATORIOS_MARGEM_HARD_STOP_S", 30)
 # Extra report types (dotted paths to TipoRelatorio subclasses), e.g. for tests.
 RELATORIOS_TIPOS_EXTRAS = env_list("RELATORIOS_TIPOS_EXTRAS", [])
+# Report chunks computed once and reused by later jobs while the ERP rows they
+# read are unchanged (relatorios/jobs/reuso.py; docs/arquitetura.md). Off:
+# every chunk is computed, as before (the reuse tests and bench compare both).
+RELATORIOS_REUSO_PARTES = env_bool("RELATORIOS_REUSO_PARTES", True)
+if os.environ.get("RELATORIOS_REUSO_PARTES", "").strip().lower() not in {
+    *("", "1", "true", "yes", "on", "sim"),
+    *("0", "false", "no", "off", "nao", "não"),
+}:
+    raise ImproperlyConfigured(
+        "RELATORIOS_REUSO_PARTES must be on or off (1/0, true/false), not "
+        f"{os.environ['RELATORIOS_REUSO_PARTES']!r}"
+    )
+# Per tenant: bytes of stored chunks kept; past it the least recently used go.
+# 0 stores nothing (reuse is then off in effect).
+try:
+    RELATORIOS_REUSO_ORCAMENTO_BYTES = env_int(
+        "RELATORIOS_REUSO_ORCAMENTO_BYTES", 64 * 1024 * 1024
+    )
+except ValueError:
+    RELATORIOS_REUSO_ORCAMENTO_BYTES = -1
+if RELATORIOS_REUSO_ORCAMENTO_BYTES < 0:
+    raise ImproperlyConfigured(
+        "RELATORIOS_REUSO_ORCAMENTO_BYTES must be >= 0 (bytes of stored report "
+        f"chunks per tenant), not {os.environ['RELATORIOS_REUSO_ORCAMENTO_BYTES']!r}"
+    )
 # --- Schedules and absence alerts ---------------------------------------------------
 
 # A planned firing found later than this (no cluster was running) is "missed":

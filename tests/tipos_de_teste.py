@@ -35,6 +35,8 @@ class DeTeste(TipoRelatorio):
     resultado = ResultadoDeTesteSerializer
     exemplo = {"linhas": [{"loja": "L001", "nome": "Loja Centro"}]}
     tabelas_erp = (Loja,)
+    # Their chunks count calls, sleep or fail on purpose: always computed.
+    partes_reutilizaveis = False
 
 
 class TimeoutDeTeste(DeTeste):
@@ -143,6 +145,15 @@ class Contado(TimeoutDeTeste, Lento):
             "partes": [p["parte"] for p in parciais],
             "vendas": [[p["vendas"], p["receita"]] for p in parciais],
         }
+
+
+class ContadoReusavel(Contado):
+    """Contado whose chunks the chunk store keeps and reuses (jobs.reuso):
+    teste_execucoes then shows which chunks a job actually computed."""
+
+    tipo = "teste_contado_reusavel"
+    titulo = "Contado reusável"
+    partes_reutilizaveis = True
 
 
 class Dorminhoco(TimeoutDeTeste):

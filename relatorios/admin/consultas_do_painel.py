@@ -274,6 +274,43 @@ def tenants_por_tempo(*, limite: int) -> list[Consumo]:
         return [Consumo(i, nome, float(s)) for i, nome, s in cursor.fetchall()]
 
 
+@dataclass(frozen=True)
+class ReusoDeTenant:
+    """One tenant's chunk store (jobs.reuso): what it holds, how often it served."""
+
+    tenant_id: int
+    nome: str
+    partes: int
+    bytes: int
+    acertos: int
+    falhas: int
+
+    @property
+    def taxa_de_acerto(self) -> float | None:
+        total = self.acertos + self.falhas
+        return self.acertos / total if total else None
+
+
+def reuso_por_tenant(*, limite: int) -> list[ReusoDeTenant]:
+    """The tenants holding the most bytes of stored chunks, with their hits
+    and misses so far (relatorio_reuso_tenants, one row per tenant)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT t.id, t.nome, coalesce(p.partes, 0), coalesce(p.bytes, 0),
+                   coalesce(r.acertos, 0), coalesce(r.falhas, 0)
+              FROM (SELECT tenant_id, count(*) AS partes, sum(tamanho) AS bytes
+                      FROM relatorio_partes GROUP BY tenant_id) AS p
+              FULL JOIN relatorio_reuso_tenants r ON r.tenant_id = p.tenant_id
+              JOIN tenants t ON t.id = coalesce(p.tenant_id, r.tenant_id)
+             ORDER BY 4 DESC, 5 DESC, t.id
+             LIMIT %(limite)s
+            """,
+            {"limite": limite},
+        )
+        return [ReusoDeTenant(*linha) for linha in cursor.fetchall()]
+
+
 def clusters_vivos() -> list[Cluster]:
     """Clusters neither stopped nor declared dead (a silent one among them
     until a peer declares it): a row per cluster start, a few a day."""

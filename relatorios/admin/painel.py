@@ -76,6 +76,7 @@ class Painel:
     graficos: dict[str, Grafico]
     fila: consultas.Fila
     clusters: list[dict[str, Any]] = field(default_factory=list)
+    reuso: list[consultas.ReusoDeTenant] = field(default_factory=list)
 
     @property
     def idade_do_pendente_mais_antigo(self) -> str:
@@ -130,6 +131,7 @@ def montar() -> Painel:
             {"cluster": c, "estado": admin_clusters.estado(c)}
             for c in consultas.clusters_vivos()
         ],
+        reuso=consultas.reuso_por_tenant(limite=LIMITE_DE_TENANTS),
     )
 
 

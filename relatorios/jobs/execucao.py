@@ -40,7 +40,7 @@ from django_q.exceptions import TimeoutException
 
 from relatorios import tipos
 from relatorios.banco import replica
-from relatorios.jobs import ciclo, varredura
+from relatorios.jobs import ciclo, reuso, varredura
 from relatorios.jobs.ciclo import JobReivindicado, Tentativa
 from relatorios.operacao import logs, metricas
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio
@@ -336,8 +336,10 @@ def calcular(
     """Run a report chunk by chunk, skipping the chunks already checkpointed.
 
     Splitting into chunks is at most one small query (most types need none),
-    so it runs as it is; each statement of a chunk runs read-only, under a
-    statement timeout bound to the job's deadline (`CursorDaParte`). All of
+    so it runs as it is. A chunk still valid in the chunk store is taken from
+    it (`jobs.reuso`), else computed (and stored, when the type allows);
+    each statement of a chunk runs read-only, under a statement timeout
+    bound to the job's deadline (`CursorDaParte`). All of
     the report's SQL runs on `banco` (the replica, when `replica.escolher`
     says so); the checkpoints are written on the primary, by `acompanhamento`.
     """
@@ -347,20 +349,36 @@ def calcular(
     with leitura.cursor() as cursor:
         partes = tipo.partes(cursor, ctx, params)
     parciais = acompanhamento.retomar(partes)
-    for feitas in range(len(parciais) + 1, len(partes) + 1):
-        # Inside an outer transaction (a test's), a savepoint ends the chunk's
-        # read-only mode; the worker's connection is in autocommit.
-        externa = (
-            transaction.atomic(using=banco)
-            if leitura.in_atomic_block
-            else nullcontext()
-        )
-        with externa, leitura.cursor() as cursor:
-            parcial = tipo.gerar_parte(
-                CursorDaParte(cursor, prazo), ctx, params, partes[feitas - 1]
-            )
-        parciais.append(parcial)
-        acompanhamento.parte_pronta(feitas, partes, parcial)
+    armazem = reuso.iniciar(tipo, ctx, params, banco=banco)
+    try:
+        for feitas in range(len(parciais) + 1, len(partes) + 1):
+            parte = partes[feitas - 1]
+
+            def gerar(cursor: CursorWrapper, parte: Parte = parte) -> Parcial:
+                return tipo.gerar_parte(
+                    CursorDaParte(cursor, prazo), ctx, params, parte
+                )
+
+            # A chunk stored by an earlier job, still valid, is not computed;
+            # either way it is recorded the same (progress, checkpoint).
+            if armazem:
+                parcial = armazem.parte(parte, gerar)
+            else:
+                # Inside an outer transaction (a test's), a savepoint ends the
+                # chunk's read-only mode; the worker's connection is in
+                # autocommit.
+                externa = (
+                    transaction.atomic(using=banco)
+                    if leitura.in_atomic_block
+                    else nullcontext()
+                )
+                with externa, leitura.cursor() as cursor:
+                    parcial = gerar(cursor)
+            parciais.append(parcial)
+            acompanhamento.parte_pronta(feitas, partes, parcial)
+    finally:
+        if armazem:
+            armazem.terminar()
     return tipo.combinar(params, parciais)
 
 

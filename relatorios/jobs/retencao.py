@@ -106,6 +106,19 @@ _APAGAR_CLUSTERS = """
 """
 
 
+# Stored report chunks (jobs.reuso) not used by any job for the retention
+# window: a chunk nobody asked for in that long is as dead as a result
+# expired that long ago. Scanned without an index: the per-tenant budgets
+# keep the table small.
+_APAGAR_PARTES = """
+    DELETE FROM relatorio_partes
+     WHERE id IN (SELECT id FROM relatorio_partes
+                   WHERE usado_em < %(corte)s
+                   LIMIT %(lote)s
+                   FOR UPDATE SKIP LOCKED)
+"""
+
+
 def corte() -> timedelta:
     return timedelta(days=settings.RELATORIOS_RETER_DIAS)
 
@@ -118,8 +131,9 @@ def expurgar(*, lote: int = 1000) -> int:
        subscriptions, empties the references of occurrences and deliveries,
        and deletes the jobs. Locks last one batch.
     2. Stops at the first short batch, or after LOTES_POR_CHAMADA batches.
-    3. Then django-q2's task records stopped before the cut-off, and the rows
-       of clusters stopped or declared dead before it, the same way.
+    3. Then django-q2's task records stopped before the cut-off, the rows
+       of clusters stopped or declared dead before it, and the stored
+       report chunks last used before it, the same way.
     4. Then stored files no longer current or older than a link's life, and
        the download limits' counters of past windows.
     """
@@ -128,16 +142,18 @@ def expurgar(*, lote: int = 1000) -> int:
     jobs = _em_lotes(_APAGAR_JOBS, parametros, lote)
     tarefas = _em_lotes(_APAGAR_TAREFAS, parametros, lote)
     clusters = _em_lotes(_APAGAR_CLUSTERS, parametros, lote)
+    partes = _em_lotes(_APAGAR_PARTES, parametros, lote)
     # A stored file is a cache: stale ones go long before their job does.
     arquivos_velhos = arquivos.expurgar()
     links.expurgar_contagens()
-    if jobs or tarefas or clusters or arquivos_velhos:
+    if jobs or tarefas or clusters or partes or arquivos_velhos:
         logger.info(
             "expurgo",
             extra={
                 "jobs": jobs,
                 "tarefas": tarefas,
                 "clusters": clusters,
+                "partes": partes,
                 "arquivos": arquivos_velhos,
                 "reter_dias": settings.RELATORIOS_RETER_DIAS,
             },

@@ -27,6 +27,7 @@ from relatorios.models.notificacoes import (
     Inscricao,
     Webhook,
 )
+from relatorios.models.partes import ParteGuardada, ReusoDoTenant, VersaoErp
 from relatorios.models.tenants import LimiteDoTenant, Tenant, Usuario, reservar_vaga
 
 __all__ = [
@@ -51,16 +52,19 @@ __all__ = [
     "Loja",
     "MovimentoEstoque",
     "Ocorrencia",
+    "ParteGuardada",
     "Periodo",
     "Produto",
     "Recuperacao",
     "RelatorioJob",
     "RelatorioParcial",
     "RelatorioTentativa",
+    "ReusoDoTenant",
     "Tenant",
     "Usuario",
     "Venda",
     "Vendedor",
+    "VersaoErp",
     "Webhook",
     "reservar_vaga",
 ]

@@ -147,6 +147,16 @@ LEITURAS = Counter(
     "nao_e_replica or outro_servidor: refused).",
     ["onde", "motivo"],
 )
+PARTES = Counter(
+    "relatorios_partes",
+    "Report chunks and the chunk store (relatorios/jobs/reuso.py), by type: "
+    "desfecho=acerto (reused), falha (computed: none stored, or its ERP "
+    "versions changed), guardada (stored), despejada (evicted: the tenant's "
+    "RELATORIOS_REUSO_ORCAMENTO_BYTES), recusada (larger than the budget), "
+    "erro (the store failed or was unavailable: computed instead). The "
+    "per-tenant view, with bytes, is the operations dashboard's.",
+    ["tipo", "desfecho"],
+)
 EXECUTANDO_AQUI = Gauge(
     "relatorios_worker_jobs_executando",
     "Jobs running right now in this server's worker processes.",
@@ -230,6 +240,11 @@ def alerta_aberto() -> None:
 
 def leitura_de_relatorio(*, onde: str, motivo: str) -> None:
     LEITURAS.labels(onde, motivo).inc()
+
+
+def partes(*, tipo: str, desfecho: str, n: int = 1) -> None:
+    if n:
+        PARTES.labels(rotulo_do_tipo(tipo), desfecho).inc(n)
 
 
 # --- State (read from the database at scrape time) -------------------------------

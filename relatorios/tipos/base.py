@@ -5,7 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, ClassVar
 
@@ -16,6 +16,7 @@ from rest_framework import serializers
 
 from relatorios.tipos import normalizacao
 from relatorios.tipos.colunas import Coluna, Grafico
+from relatorios.tipos.sql import limites_do_dia
 
 Parte = dict[str, Any]
 Parcial = dict[str, Any]
@@ -63,6 +64,13 @@ class TipoRelatorio(ABC):
     # False when `agrupar` does not change the result (it is then left out of
     # the normalized parameters, so that such requests share one job).
     usa_agrupar: ClassVar[bool] = True
+    # Whether a chunk's partial result, once computed, may serve every later
+    # request of the same shape whose range contains the chunk, while the ERP
+    # rows it read are unchanged (relatorios/jobs/reuso.py). False for a type
+    # whose chunk is not determined by its own bounds and the parameters but
+    # the range: a snapshot up to the range's end, a figure over the whole
+    # range (a distinct count), chunks shaped by the range.
+    partes_reutilizaveis: ClassVar[bool] = True
     # None: RELATORIOS_VALIDADE_S / RELATORIOS_TIMEOUT_S.
     validade_s: ClassVar[int | None] = None
     timeout_s: ClassVar[int | None] = None
@@ -87,6 +95,18 @@ class TipoRelatorio(ABC):
         calls it after those, with PostgreSQL's random() seeded. The types
         that read only the shared tables have none."""
         return
+
+    def periodo_da_parte(
+        self, ctx: Contexto, parte: Parte
+    ) -> tuple[datetime, datetime]:
+        """[de, ate): the instants of the dated ERP rows (PERIODO_DA_LINHA) one
+        chunk reads; a stored chunk depends on the versions of their months.
+
+        This default fits a chunk of `meses`: local midnight of its first day
+        to local midnight after its last, as its SQL reads (`limites_do_dia`).
+        """
+        limites = limites_do_dia(parte["inicio"], parte["fim"], ctx.fuso_horario)
+        return limites["de"], limites["ate"]
 
     def timeout(self) -> int:
         return self.timeout_s or settings.RELATORIOS_TIMEOUT_S

@@ -110,8 +110,11 @@ class Comissoes(TipoRelatorio):
                        ve.id AS vendedor_id, ve.nome, ve.taxa_comissao AS taxa,
                        sum(v.valor) AS receita
                   FROM erp_vendas v
-                  JOIN erp_vendedores ve ON ve.id = v.vendedor_id
-                  JOIN erp_lojas l ON l.id = v.loja_id
+                  -- The tenant's own sellers and stores only: a reused chunk
+                  -- is valid while the tenant's versions hold (jobs/reuso.py).
+                  JOIN erp_vendedores ve
+                    ON ve.id = v.vendedor_id AND ve.tenant_id = v.tenant_id
+                  JOIN erp_lojas l ON l.id = v.loja_id AND l.tenant_id = v.tenant_id
                  WHERE v.tenant_id = %(tenant)s
                    AND v.data_hora >= %(de)s::timestamptz
                    AND v.data_hora < %(ate)s::timestamptz

@@ -84,6 +84,9 @@ class Estoque(TipoRelatorio):
         },
     }
     tabelas_erp = (MovimentoEstoque, Loja, Produto)
+    # A balance is a snapshot of every movement up to the date: not a sum
+    # of chunks of a range.
+    partes_reutilizaveis = False
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]

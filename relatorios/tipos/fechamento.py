@@ -251,6 +251,9 @@ class FechamentoMensal(TipoRelatorio):
         "totais": _EXEMPLO,
     }
     tabelas_erp = (Loja, Venda, Vendedor, Devolucao, MovimentoEstoque, Produto)
+    # Its chunks are figures of the whole month and the one before, and the
+    # stock's a snapshot of all history: not composed from their own bounds.
+    partes_reutilizaveis = False
 
     def normalizar(self, brutos: Any) -> dict[str, Any]:
         """A close is of one whole month: `inicio` its first day, `fim` its last."""

@@ -105,7 +105,9 @@ class Vendas(TipoRelatorio):
                    l.codigo, l.nome,
                    count(*), coalesce(sum(v.quantidade), 0), coalesce(sum(v.valor), 0)
               FROM erp_vendas v
-              JOIN erp_lojas l ON l.id = v.loja_id
+              -- The tenant's own stores only: a reused chunk is valid while
+              -- the tenant's versions hold (relatorios/jobs/reuso.py).
+              JOIN erp_lojas l ON l.id = v.loja_id AND l.tenant_id = v.tenant_id
              WHERE v.tenant_id = %(tenant)s
                AND v.data_hora >= %(de)s::timestamptz
                AND v.data_hora < %(ate)s::timestamptz

@@ -11,7 +11,10 @@ break on its first result. What is checked, part by part:
 - `grafico`: `None`, or a `Grafico` over the type's columns, its value numeric;
 - `resultado`: a DRF serializer whose `linhas` hold exactly the columns' keys;
   `exemplo` is a valid `resultado`;
-- `tabelas_erp`: ERP models (`erp_` tables, each row a tenant's).
+- `tabelas_erp`: ERP models (`erp_` tables, each row a tenant's);
+- `partes_reutilizaveis`: a bool; when True every table in `tabelas_erp`
+  carries the data-version triggers (`models.partes.TABELAS_VERSIONADAS`),
+  or a stored chunk could outlive a write it never heard of.
 
 Types are checked as classes, before the registry instantiates them, so a
 missing name or method is a message rather than an exception at start.
@@ -29,6 +32,7 @@ from django.db import models
 from rest_framework import serializers
 
 from relatorios import tipos
+from relatorios.models.partes import TABELAS_VERSIONADAS
 from relatorios.tipos.base import TipoRelatorio
 from relatorios.tipos.colunas import FORMATOS, TOTAIS, Coluna, Grafico
 
@@ -77,6 +81,7 @@ def problemas(cls: Any) -> list[str]:
         _grafico(cls.grafico, cls.colunas)
         + _resultado(cls.resultado, cls.exemplo, campos)
         + _tabelas(cls.tabelas_erp)
+        + _reuso(cls.partes_reutilizaveis, cls.tabelas_erp)
     )
 
 
@@ -179,6 +184,22 @@ def _tabelas(tabelas: Any) -> list[str]:
         except FieldDoesNotExist:
             achados.append(f"tabelas_erp: {tabela} has no tenant")
     return achados
+
+
+def _reuso(reutilizaveis: Any, tabelas: Any) -> list[str]:
+    if not isinstance(reutilizaveis, bool):
+        return ["partes_reutilizaveis must be True or False"]
+    if not reutilizaveis or not isinstance(tabelas, tuple):
+        return []
+    return [
+        f"partes_reutilizaveis: {modelo._meta.db_table} has no data-version "
+        "triggers (relatorios.models.partes.TABELAS_VERSIONADAS)"
+        for modelo in tabelas
+        if isinstance(modelo, type)
+        and issubclass(modelo, models.Model)
+        and modelo._meta.db_table.startswith("erp_")
+        and modelo._meta.db_table not in TABELAS_VERSIONADAS
+    ]
 
 
 def _nome(cls: Any) -> str:

@@ -387,6 +387,61 @@ def test_replica_fora_do_ar_no_inicio_le_no_primario(par: Par) -> None:
     em_dia(par)
 
 
+def receitas_por_mes(resultado: dict[str, Any]) -> dict[str, Decimal]:
+    meses: dict[str, Decimal] = {}
+    for linha in resultado["linhas"]:
+        meses[linha["periodo"]] = meses.get(linha["periodo"], Decimal(0)) + Decimal(
+            linha["receita"]
+        )
+    return meses
+
+
+def test_partes_guardadas_servem_na_replica_e_uma_venda_nova_invalida_o_seu_mes(
+    par: Par,
+) -> None:
+    em_dia(par)
+    trabalhador = cluster(par, par.replica.url())
+
+    def usos() -> int:
+        [(n,)] = par.primario.sql(
+            "SELECT coalesce(sum(usos), 0) FROM relatorio_partes WHERE tenant_id = %s",
+            [par.tenant_id],
+        )
+        return int(n)
+
+    try:
+        pronto(
+            par,
+            submeter(
+                par,
+                "vendas",
+                {"inicio": "2026-01-01", "fim": "2026-03-31", "agrupar": "mes"},
+            ),
+        )
+        nova_venda(par, "2026-03-15", "333333.33")
+        em_dia(par)
+        antes = usos()
+        job_id = submeter(
+            par,
+            "vendas",
+            {"inicio": "2026-01-01", "fim": "2026-04-30", "agrupar": "mes"},
+        )
+        resultado = pronto(par, job_id)
+        [linha] = escolhas(trabalhador, job_id)
+    finally:
+        trabalhador.parar()
+    # Read on the replica, some chunks from the store (January's at least),
+    # and every month the primary's own sum: March with the new sale.
+    assert linha["motivo"] == "em_dia"
+    assert usos() > antes
+    assert receitas_por_mes(resultado) == {
+        f"2026-{m:02d}": receita_no_primario(
+            par, f"2026-{m:02d}-01", f"2026-{m:02d}-{fim}"
+        )
+        for m, fim in ((1, 31), (2, 28), (3, 31), (4, 30))
+    }
+
+
 def test_replica_morta_no_meio_do_job_retoma_do_checkpoint(par: Par) -> None:
     par.primario.sql("TRUNCATE teste_execucoes")
     trabalhador = cluster(par, par.replica.url(), RELATORIOS_TESTE_PAUSA_S="1.5")

@@ -25,7 +25,7 @@ from psycopg import sql
 
 from relatorios import tasks
 from relatorios.jobs import execucao, pedidos, suporte
-from relatorios.models import EstadoDoJob, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio
 from tests import helpers
 
@@ -39,6 +39,8 @@ class Espiao(TipoRelatorio):
 
     tipo = "teste_espiao"
     titulo = "Espião"
+    # Each run must run its statements: never a stored chunk.
+    partes_reutilizaveis = False
 
     def __init__(self, *sentencas: tuple[str, Any]) -> None:
         self.sentencas = sentencas
@@ -221,9 +223,12 @@ def submeter(tenant: Tenant, tipo: str = "vendas", **params: Any) -> int:
     return job_id
 
 
-def test_job_pequeno_custa_tres_idas_ao_banco_no_worker(tenant: Tenant) -> None:
+def test_job_pequeno_custa_tres_idas_ao_banco_no_worker(
+    tenant: Tenant, ajustes: Callable[..., None]
+) -> None:
     """The claim, the one chunk (its limits and statement), the finish: the
-    three B3 traces (docs/benchmarks.md)."""
+    three B3 traces (docs/benchmarks.md), without the chunk store."""
+    ajustes(RELATORIOS_REUSO_PARTES=False)
     com_uma_venda(tenant)
     aquecimento, job_id = submeter(tenant), submeter(tenant, agrupar="mes")
     tasks.executar_relatorio(aquecimento)  # connection and prepared statement
@@ -321,3 +326,32 @@ def test_job_tirado_da_tentativa_e_parado_pelo_batimento(
     assert job.status == EstadoDoJob.FALHOU
     assert "suporte" in job.erro
     assert job.resultado is None
+
+
+def test_job_pequeno_com_o_armazem_de_partes(tenant: Tenant) -> None:
+    """With the chunk store (jobs.reuso): the chunk's snapshot opens with the
+    lookup, its COMMIT goes with the store, and the run's counts are one more
+    message; a later job finding the chunk runs no report SQL."""
+    com_uma_venda(tenant)
+    aquecimento = submeter(tenant, fim="2026-01-11")
+    tasks.executar_relatorio(aquecimento)  # connection and prepared statement
+    calculado = submeter(tenant)
+
+    idas_calculado, rastro = idas_ao_banco(lambda: tasks.executar_relatorio(calculado))
+    resultado = helpers.job(calculado).resultado
+    # Its result expired: the same request recomputes, into the same row.
+    RelatorioJob.objects.filter(pk=calculado).update(
+        expira_em=datetime(2000, 1, 1, tzinfo=UTC)
+    )
+    reusado = submeter(tenant)
+    idas_reusado, rastro_reusado = idas_ao_banco(
+        lambda: tasks.executar_relatorio(reusado)
+    )
+
+    assert idas_calculado == 6
+    assert "REPEATABLE READ" in rastro
+    assert "INSERT INTO relatorio_partes" in rastro
+    assert reusado == calculado
+    assert helpers.job(reusado).resultado == resultado
+    assert idas_reusado == 5
+    assert "transaction_read_only" not in rastro_reusado

@@ -164,6 +164,10 @@ def test_um_tipo_sem_os_metodos_do_trabalhador_e_recusado() -> None:
             {"tabelas_erp": (RelatorioJob,)},
             "tabelas_erp: relatorio_jobs is not an ERP table (erp_*)",
         ),
+        (
+            {"partes_reutilizaveis": "sim"},
+            "partes_reutilizaveis must be True or False",
+        ),
     ],
 )
 def test_partes_que_nao_concordam_sao_recusadas(
