@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -49,6 +49,7 @@ from relatorios.models import (
 )
 from relatorios.notificacoes import enderecos
 from relatorios.tipos.normalizacao import ErroDeParametro
+from relatorios.tipos.periodos import periodo_concreto
 
 logger = logging.getLogger(__name__)
 
@@ -171,25 +172,6 @@ def proximo_disparo(cron: str, fuso: str, depois_de: datetime) -> datetime:
         if encontrados:
             return encontrados[0]
         janela *= 4  # a yearly cron needs a wider look; the cron is known to fire
-
-
-def periodo_concreto(periodo: str, dia: date) -> tuple[date, date]:
-    """(inicio, fim) of a relative period for a firing on local day `dia`."""
-    ontem = dia - timedelta(days=1)
-    if periodo == Periodo.ONTEM:
-        return ontem, ontem
-    if periodo == Periodo.SEMANA_ANTERIOR:
-        segunda = dia - timedelta(days=dia.weekday() + 7)
-        return segunda, segunda + timedelta(days=6)
-    if periodo == Periodo.MES_ANTERIOR:
-        fim = dia.replace(day=1) - timedelta(days=1)
-        return fim.replace(day=1), fim
-    if periodo == Periodo.MES_CORRENTE_ATE_ONTEM:
-        # On the 1st, "this month up to yesterday" is yesterday's month.
-        return ontem.replace(day=1), ontem
-    if periodo == Periodo.ANO_ANTERIOR:
-        return date(dia.year - 1, 1, 1), date(dia.year - 1, 12, 31)
-    raise ErroDeParametro("periodo", f"período desconhecido: {periodo}")
 
 
 def params_da_ocorrencia(

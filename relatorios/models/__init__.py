@@ -27,7 +27,13 @@ from relatorios.models.notificacoes import (
     Inscricao,
     Webhook,
 )
-from relatorios.models.tenants import LimiteDoTenant, Tenant, Usuario, reservar_vaga
+from relatorios.models.tenants import (
+    IndicadorDeAntecipacao,
+    LimiteDoTenant,
+    Tenant,
+    Usuario,
+    reservar_vaga,
+)
 
 __all__ = [
     "Abertura",
@@ -43,6 +49,7 @@ __all__ = [
     "Evento",
     "EventoPublicado",
     "FormaDeEntrega",
+    "IndicadorDeAntecipacao",
     "Inscricao",
     "JanelaDaApi",
     "JanelaDeDownload",

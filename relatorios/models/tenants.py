@@ -29,6 +29,9 @@ class Tenant(models.Model):
     # schedules' recipients, the users' own (notificacoes/enderecos.py). IDNA,
     # lower case; empty: any domain. Set by support in the admin.
     dominios_email = models.JSONField(default=list, blank=True)
+    # Computing ahead of requests (jobs.antecipacao), on unless its managers or
+    # support turned it off for this tenant.
+    antecipar = models.BooleanField(default=True, db_default=True)
 
     class Meta:
         db_table = "tenants"
@@ -93,3 +96,39 @@ def reservar_vaga(
     )
     if existentes.count() >= limite:
         raise LimiteDoTenant(mensagem)
+
+
+class IndicadorDeAntecipacao(models.Model):
+    """A tenant's computing ahead over the last weeks, as the last pass of
+    `jobs.antecipacao` measured it (the metrics, pages and admin read it)."""
+
+    tenant = models.OneToOneField(
+        Tenant, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    # Jobs computed ahead and settled (asked for, or expired or failed unasked).
+    assentados = models.IntegerField(default=0)
+    # Of those, asked for before they expired.
+    aproveitados = models.IntegerField(default=0)
+    # Jobs asked for (first requests), and those a job computed ahead
+    # answered already finished.
+    pedidos = models.IntegerField(default=0)
+    imediatos = models.IntegerField(default=0)
+    # Patterns stopped for their precision (RELATORIOS_ANTECIPAR_PRECISAO_MINIMA).
+    padroes_parados = models.IntegerField(default=0)
+    calculado_em = models.DateTimeField()
+
+    class Meta:
+        db_table = "relatorio_antecipacao"
+        verbose_name = "indicador de antecipação"
+        verbose_name_plural = "indicadores de antecipação"
+
+    def __str__(self) -> str:
+        return f"antecipação do tenant {self.tenant_id}"
+
+    @property
+    def precisao(self) -> float | None:
+        return self.aproveitados / self.assentados if self.assentados else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.imediatos / self.pedidos if self.pedidos else None
