@@ -42,6 +42,7 @@ from relatorios.models import (
     Agendamento,
     FormaDeEntrega,
     Periodo,
+    PularEntrega,
     Recuperacao,
     Tenant,
     Webhook,
@@ -202,6 +203,7 @@ def criar(
     nome: Any = "",
     entrega: Any = None,
     webhooks: Any = None,
+    pular: Any = None,
     usuario_id: int | None,
 ) -> Agendamento:
     """Validate a schedule (errors name the field) and create it, active.
@@ -243,6 +245,7 @@ def criar(
             "entrega", f"deve ser um de: {', '.join(FormaDeEntrega.values)}"
         )
     webhooks = _webhooks_do_tenant(tenant_id, webhooks)
+    pular = _pular(PularEntrega.NUNCA if pular is None else pular)
     fuso = _fuso(tenant_id)
     agora = agora_do_banco()
     primeiro = proximo_disparo(cron, fuso, agora)
@@ -279,6 +282,7 @@ def criar(
             destinatarios=destinatarios,
             entrega=entrega,
             webhooks=webhooks,
+            pular=pular,
             recuperacao=recuperacao,
             criado_por_id=usuario_id,
             ativo_desde=agora,
@@ -300,10 +304,11 @@ def alterar_entrega(
     destinatarios: Any = _MANTER,
     entrega: Any = _MANTER,
     webhooks: Any = _MANTER,
+    pular: Any = _MANTER,
 ) -> Agendamento | None:
-    """Change who gets a schedule's reports and how (None if it is not the
-    tenant's, or deleted); the fields left out stay. What it fires and when
-    are not changed here: that is another schedule.
+    """Change who gets a schedule's reports, how, and which it skips (None if
+    it is not the tenant's, or deleted); the fields left out stay. What it
+    fires and when are not changed here: that is another schedule.
 
     A recipient or webhook removed stops receiving from the next delivery on,
     and the download links it was sent stop opening (`notificacoes.links`
@@ -316,6 +321,8 @@ def alterar_entrega(
                 "entrega", f"deve ser um de: {', '.join(FormaDeEntrega.values)}"
             )
         mudancas["entrega"] = entrega
+    if pular is not _MANTER:
+        mudancas["pular"] = _pular(pular)
     with transaction.atomic():
         agendamento = travar(agendamento_id, tenant_id)
         if agendamento is None or agendamento.excluido_em is not None:
@@ -512,6 +519,14 @@ def travar(
 
 def _fuso(tenant_id: int) -> str:
     return str(Tenant.objects.values_list("fuso_horario", flat=True).get(pk=tenant_id))
+
+
+def _pular(valor: Any) -> str:
+    if valor not in PularEntrega.values:
+        raise ErroDeParametro(
+            "pular", f"deve ser um de: {', '.join(PularEntrega.values)}"
+        )
+    return str(valor)
 
 
 def _prazo(valor: Any) -> timedelta:

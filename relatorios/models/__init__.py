@@ -4,8 +4,10 @@ from relatorios.models.agendamentos import (
     Alerta,
     EstadoOcorrencia,
     FormaDeEntrega,
+    MotivoDoPulo,
     Ocorrencia,
     Periodo,
+    PularEntrega,
     Recuperacao,
 )
 from relatorios.models.arquivos import Arquivo, JanelaDeDownload, LinkRevogado
@@ -56,10 +58,12 @@ __all__ = [
     "LimiteDoTenant",
     "LinkRevogado",
     "Loja",
+    "MotivoDoPulo",
     "MovimentoEstoque",
     "Ocorrencia",
     "Periodo",
     "Produto",
+    "PularEntrega",
     "Recuperacao",
     "RelatorioJob",
     "RelatorioParcial",

@@ -1,4 +1,5 @@
-# Computing reports ahead of their requests (issue 34, jobs.antecipacao).
+# Computing reports ahead of their requests (issue 34 §3, jobs.antecipacao),
+# and schedules that skip unchanged deliveries (§4, agendamentos.entregas).
 #
 # relatorio_jobs gains `antecipado_em` (computed ahead, by the pass) and
 # `pedido_em` (first asked for: the insert's time for an asked job, the first
@@ -29,7 +30,9 @@ DROP FUNCTION IF EXISTS relatorios_submeter(
     bigint, text, bigint, text, jsonb, bigint, text[], bigint, bigint, text, text,
     text, boolean)
 """
-REIVINDICAR_ANTIGA = "DROP FUNCTION IF EXISTS relatorios_reivindicar(bigint, bigint, text)"
+REIVINDICAR_ANTIGA = (
+    "DROP FUNCTION IF EXISTS relatorios_reivindicar(bigint, bigint, text)"
+)
 REIVINDICAR_NOVA = (
     "DROP FUNCTION IF EXISTS relatorios_reivindicar(bigint, bigint, text, bigint)"
 )
@@ -95,6 +98,39 @@ class Migration(migrations.Migration):
                 fields=["tenant", "antecipado_em"],
                 name="relatorio_jobs_antecipados",
             ),
+        ),
+        # Schedules that skip a delivery whose report is empty or the same as
+        # the last one sent (agendamentos.entregas).
+        migrations.AddField(
+            model_name="agendamento",
+            name="pular",
+            field=models.TextField(
+                choices=[
+                    ("nunca", "enviar sempre"),
+                    ("vazio", "não enviar um relatório vazio"),
+                    ("igual", "não enviar um relatório igual ao último enviado"),
+                    ("vazio_ou_igual", "não enviar um relatório vazio nem igual"),
+                ],
+                db_default="nunca",
+                default="nunca",
+            ),
+        ),
+        migrations.AddField(
+            model_name="ocorrencia",
+            name="pulada_por",
+            field=models.TextField(
+                blank=True,
+                choices=[
+                    ("vazio", "relatório vazio"),
+                    ("igual", "igual ao último enviado"),
+                ],
+                null=True,
+            ),
+        ),
+        migrations.AddField(
+            model_name="ocorrencia",
+            name="resultado_md5",
+            field=models.CharField(blank=True, max_length=32, null=True),
         ),
         migrations.RunSQL(SUBMETER_ANTIGA, reverse_sql=SUBMETER_NOVA),
         instalar(
