@@ -64,7 +64,7 @@ from relatorios import tipos
 from relatorios.banco.comum import agora_do_banco, json_do_banco
 from relatorios.jobs import pedidos
 from relatorios.jobs.vagas import despachar
-from relatorios.models import Periodo
+from relatorios.models import IndicadorDeAntecipacao, Periodo, Tenant
 from relatorios.tipos.normalizacao import ErroDeParametro
 from relatorios.tipos.periodos import periodo_concreto
 
@@ -423,3 +423,32 @@ def _submeter(padrao: Padrao, hoje: date, agora: datetime | None) -> bool:
             },
         )
     return submissao.criado
+
+
+@dataclass(frozen=True)
+class Situacao:
+    """A tenant's computing ahead as its managers and support see it."""
+
+    ligado: bool
+    indicador: IndicadorDeAntecipacao | None
+
+
+def situacao(*, tenant_id: int) -> Situacao:
+    ligado = Tenant.objects.filter(pk=tenant_id).values_list("antecipar", flat=True)
+    return Situacao(
+        ligado=bool(ligado.first()),
+        indicador=IndicadorDeAntecipacao.objects.filter(tenant_id=tenant_id).first(),
+    )
+
+
+def ligar(*, tenant_id: int, ligado: bool) -> bool:
+    """Turn computing ahead on or off for a tenant (its managers, support).
+    Off, the pass submits nothing for it; jobs already computed ahead stay
+    (a request still finds them). False if there is no such tenant."""
+    feito = Tenant.objects.filter(pk=tenant_id).update(antecipar=ligado) == 1
+    if feito:
+        logger.info(
+            "antecipação ligada" if ligado else "antecipação desligada",
+            extra={"evento": "antecipacao_chave", "tenant_id": tenant_id},
+        )
+    return feito

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from relatorios import tipos
 from relatorios.agendamentos import aberturas
 from relatorios.apresentacao import celulas, grafico
-from relatorios.jobs import consultas, pedidos
+from relatorios.jobs import antecipacao, consultas, pedidos
 from relatorios.models import EstadoDoJob, RelatorioJob
 from relatorios.models.jobs import ATIVOS, linhas_do_resultado
 from relatorios.notificacoes.email import email_para_notificar, inscrever
@@ -100,6 +100,18 @@ def solicitar(request: HttpRequest, tipo: str) -> HttpResponse:
     return redirect("pagina_do_job", job_id=submissao.job.id)
 
 
+@require_POST
+@gerente
+def antecipar(request: HttpRequest) -> HttpResponse:
+    """The managers' switch of computing ahead for their company."""
+    valor = request.POST.get("antecipar")
+    if valor not in ("sim", "nao"):
+        messages.error(request, "antecipar: escolha «sim» ou «nao»")
+        return _painel(request, status=400)
+    antecipacao.ligar(tenant_id=tenant_id_do_pedido(request), ligado=valor == "sim")
+    return redirect(reverse("painel") + "#antecipacao")
+
+
 def _painel(
     request: HttpRequest, *, com_erro: PedidoForm | None = None, status: int = 200
 ) -> HttpResponse:
@@ -130,6 +142,7 @@ def _painel(
                     tenant_id=tenant_id_do_pedido(request)
                 )
             ],
+            "antecipacao": antecipacao.situacao(tenant_id=tenant_id_do_pedido(request)),
         },
         status=status,
     )
