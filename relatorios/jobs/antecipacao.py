@@ -334,7 +334,7 @@ def devido(periodo: str, dias: Collection[date], hoje: date) -> bool:
     pedidos = set(dias)
     if periodo in DIARIOS:
         util = _util(hoje)
-        anteriores = []
+        anteriores: list[date] = []
         dia = hoje
         while len(anteriores) < (5 if util else 4) and hoje - dia < timedelta(28):
             dia -= timedelta(days=1)
@@ -351,8 +351,8 @@ def devido(periodo: str, dias: Collection[date], hoje: date) -> bool:
         mes = hoje.replace(day=1)
         for _ in range(2):
             mes = (mes - timedelta(days=1)).replace(day=1)
-            dia = _n_esimo_dia_util(mes, ordem)
-            if dia is not None and dia in pedidos:
+            mesmo_dia = _n_esimo_dia_util(mes, ordem)
+            if mesmo_dia is not None and mesmo_dia in pedidos:
                 return True
         return False
     return False
