@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from datetime import date, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -505,3 +506,46 @@ def test_precisao_e_recall_nas_metricas(tenant: Tenant) -> None:
         ("relatorios_antecipacao_recall", rotulo): 0.7,
         ("relatorios_antecipacao_padroes_parados", rotulo): 1,
     }
+
+
+def _rotinas(settings: Any, ligado: bool) -> dict[str, Any]:
+    from relatorios.management.commands import qcluster
+
+    settings.RELATORIOS_ANTECIPAR = ligado
+    settings.RELATORIOS_ANTECIPAR_S = 123.0
+    return {r.nome: r for r in qcluster.rotinas(None)}  # type: ignore[arg-type]
+
+
+def test_cada_cluster_roda_a_passada_periodicamente(settings: Any) -> None:
+    rotina = _rotinas(settings, True)["antecipação"]
+
+    assert (rotina.intervalo_s, rotina.executar) == (123.0, antecipacao.antecipar)
+
+
+def test_sem_o_ajuste_nenhuma_passada_roda(settings: Any) -> None:
+    assert "antecipação" not in _rotinas(settings, False)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_passadas_simultaneas_submetem_cada_relatorio_uma_vez(tenant: Tenant) -> None:
+    # Two clusters' passes at the same instant: the submit's dedup by chave
+    # lets one create each job.
+    _diario(tenant)
+    barreira = threading.Barrier(2)
+    criados: list[int] = []
+
+    def passada() -> None:
+        try:
+            barreira.wait()
+            criados.append(antecipacao.antecipar(agora=local(SEG)))
+        finally:
+            connection.close()
+
+    linhas = [threading.Thread(target=passada) for _ in range(2)]
+    for linha in linhas:
+        linha.start()
+    for linha in linhas:
+        linha.join()
+
+    assert sorted(criados) == [0, 1]
+    assert len(antecipados(tenant)) == 1
