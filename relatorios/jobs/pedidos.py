@@ -82,8 +82,12 @@ def submeter(
             antecipado=antecipado,
         )
     except (normalizacao.ErroDeParametro, LimiteDePendentes):
-        metricas.submissao(tipo=tipo, desfecho="rejeitado")
+        if not antecipado:
+            metricas.submissao(tipo=tipo, desfecho="rejeitado")
         raise
+    if antecipado:
+        # Not a request: relatorios_submissoes_total counts what was asked.
+        return submissao
     if not submissao.criado:
         desfecho = "reaproveitado"
     else:

@@ -62,7 +62,8 @@ SUBMISSOES = Counter(
     "Report requests by outcome: novo (a job was created), reaproveitado (an "
     "existing pending, running or valid job answered), reiniciado (a failed or "
     "expired job started over), rejeitado (400 for the parameters, 429 for the "
-    "tenant's pending cap).",
+    "tenant's pending cap). Submits of computing ahead are not requests and "
+    "are not counted.",
     ["tipo", "desfecho"],
 )
 FINALIZADOS = Counter(

@@ -549,3 +549,21 @@ def test_passadas_simultaneas_submetem_cada_relatorio_uma_vez(tenant: Tenant) ->
 
     assert sorted(criados) == [0, 1]
     assert len(antecipados(tenant)) == 1
+
+
+@pytest.mark.django_db
+def test_submissao_antecipada_nao_conta_como_pedido(tenant: Tenant) -> None:
+    from prometheus_client import REGISTRY
+
+    def novos() -> float:
+        return (
+            REGISTRY.get_sample_value(
+                "relatorios_submissoes_total", {"tipo": "vendas", "desfecho": "novo"}
+            )
+            or 0.0
+        )
+
+    antes = novos()
+    _diario(tenant)
+    assert antecipacao.antecipar(agora=local(SEG)) == 1
+    assert novos() == antes
