@@ -44,7 +44,8 @@ share asked for; of the jobs asked for in that window, the share a job
 computed ahead answered already `pronto`. A pattern whose precision falls
 below RELATORIOS_ANTECIPAR_PRECISAO_MINIMA (with at least MINIMO_DE_AMOSTRAS
 settled) stops being computed ahead until those results leave the window.
-A tenant's switch (`tenants.antecipar`) turns it off for that tenant.
+A tenant's switch (`tenants.antecipar`) turns it off for that tenant, and
+its managers may switch one pattern off (`desligar_padrao`).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ from relatorios import tipos
 from relatorios.banco.comum import agora_do_banco, json_do_banco
 from relatorios.jobs import pedidos
 from relatorios.jobs.vagas import despachar
-from relatorios.models import IndicadorDeAntecipacao, Periodo, Tenant
+from relatorios.models import IndicadorDeAntecipacao, PadraoDesligado, Periodo, Tenant
 from relatorios.tipos.normalizacao import ErroDeParametro
 from relatorios.tipos.periodos import periodo_concreto
 
@@ -123,6 +124,7 @@ WITH jobs AS (
       FROM tenants t
       JOIN relatorio_jobs j ON j.tenant_id = t.id
      WHERE t.antecipar
+       AND (%(tenant)s::bigint IS NULL OR t.id = %(tenant)s::bigint)
        AND j.criado_em >= %(desde)s - make_interval(secs => %(validade)s)
        AND (j.pedido_em >= %(desde)s OR j.antecipado_em >= %(desde)s)
        AND j.params ->> 'inicio' ~ '^[0-9]{{4}}-[0-9]{{2}}-[0-9]{{2}}$'
@@ -149,7 +151,10 @@ WITH jobs AS (
 )
 SELECT p.tenant_id, p.tipo, p.resto, p.periodo,
        array_agg(DISTINCT p.dia ORDER BY p.dia), min(p.hora),
-       coalesce(max(c.pedidos), 0), coalesce(max(c.assentados), 0)
+       coalesce(max(c.pedidos), 0), coalesce(max(c.assentados), 0),
+       EXISTS (SELECT 1 FROM relatorio_padroes_desligados d
+                WHERE d.tenant_id = p.tenant_id AND d.tipo = p.tipo
+                  AND d.periodo = p.periodo AND d.resto = p.resto)
   FROM pedidos p
   LEFT JOIN precisao c USING (tenant_id, tipo, resto, periodo)
  WHERE p.periodo IS NOT NULL
@@ -211,10 +216,16 @@ class Padrao:
     # Of its results computed ahead and settled: how many were asked for.
     pedidos: int
     assentados: int
+    # Switched off by the tenant's managers (`desligar_padrao`).
+    desligado: bool = False
 
     @property
     def precisao(self) -> float | None:
         return None if not self.assentados else self.pedidos / self.assentados
+
+    @property
+    def parado_pela_precisao(self) -> bool:
+        return self.parado(settings.RELATORIOS_ANTECIPAR_PRECISAO_MINIMA)
 
     def parado(self, minima: float) -> bool:
         """Stopped for its precision (too few asked for, enough settled)."""
@@ -246,7 +257,9 @@ def antecipar(*, agora: datetime | None = None) -> int:
     for padrao in todos:
         local = agora.astimezone(ZoneInfo(padrao.fuso))
         hoje = local.date()
-        if hoje in padrao.dias or not devido(padrao.periodo, padrao.dias, hoje):
+        if padrao.desligado or hoje in padrao.dias:
+            continue
+        if not devido(padrao.periodo, padrao.dias, hoje):
             continue
         inicio_local = datetime.combine(hoje, padrao.hora) - antecedencia
         if local.replace(tzinfo=None) < inicio_local:
@@ -271,8 +284,9 @@ def antecipar(*, agora: datetime | None = None) -> int:
     return criados
 
 
-def padroes(*, agora: datetime) -> list[Padrao]:
-    """Every pattern of every tenant with computing ahead on, as of `agora`."""
+def padroes(*, agora: datetime, tenant_id: int | None = None) -> list[Padrao]:
+    """Every pattern of every tenant with computing ahead on (or of one), as
+    of `agora`."""
     with connection.cursor() as cursor:
         cursor.execute(
             _PADROES,
@@ -281,6 +295,7 @@ def padroes(*, agora: datetime) -> list[Padrao]:
                 "janela": agora - timedelta(days=JANELA_DIAS),
                 "agora": agora,
                 "validade": settings.RELATORIOS_VALIDADE_S,
+                "tenant": tenant_id,
             },
         )
         linhas = cursor.fetchall()
@@ -300,6 +315,7 @@ def padroes(*, agora: datetime) -> list[Padrao]:
             hora=linha[5],
             pedidos=linha[6],
             assentados=linha[7],
+            desligado=linha[8],
         )
         for linha in linhas
     ]
@@ -431,6 +447,9 @@ class Situacao:
 
     ligado: bool
     indicador: IndicadorDeAntecipacao | None
+    # Its patterns as the pass sees them now (none while it is off).
+    padroes: list[Padrao]
+    precisao_minima: float
 
 
 def situacao(*, tenant_id: int) -> Situacao:
@@ -438,6 +457,8 @@ def situacao(*, tenant_id: int) -> Situacao:
     return Situacao(
         ligado=bool(ligado.first()),
         indicador=IndicadorDeAntecipacao.objects.filter(tenant_id=tenant_id).first(),
+        padroes=padroes(agora=agora_do_banco(), tenant_id=tenant_id),
+        precisao_minima=settings.RELATORIOS_ANTECIPAR_PRECISAO_MINIMA,
     )
 
 
@@ -452,3 +473,26 @@ def ligar(*, tenant_id: int, ligado: bool) -> bool:
             extra={"evento": "antecipacao_chave", "tenant_id": tenant_id},
         )
     return feito
+
+
+def desligar_padrao(
+    *, tenant_id: int, tipo: str, periodo: str, resto: Any, desligado: bool
+) -> None:
+    """Switch one pattern of a tenant off (or on again): the pass leaves it
+    alone. Errors name the field (ErroDeParametro)."""
+    if periodo not in PERIODOS:
+        raise ErroDeParametro(
+            "periodo", f"deve ser um de: {', '.join(str(p) for p in PERIODOS)}"
+        )
+    if tipo not in tipos.registro():
+        raise ErroDeParametro("tipo", "tipo de relatório desconhecido")
+    if not isinstance(resto, dict):
+        raise ErroDeParametro("resto", "deve ser um objeto JSON")
+    if desligado:
+        PadraoDesligado.objects.get_or_create(
+            tenant_id=tenant_id, tipo=tipo, periodo=periodo, resto=resto
+        )
+    else:
+        PadraoDesligado.objects.filter(
+            tenant_id=tenant_id, tipo=tipo, periodo=periodo, resto=resto
+        ).delete()

@@ -6,7 +6,8 @@
 # request it answered for one computed ahead), the history the pass learns
 # from. Existing jobs were all asked for: their `pedido_em` is their
 # `criado_em`. Tenants gain the switch `antecipar`; relatorio_antecipacao
-# holds each tenant's precision and recall as the last pass measured them.
+# holds each tenant's precision and recall as the last pass measured them,
+# relatorio_padroes_desligados the patterns its managers switched off.
 #
 # The submit's function takes `p_antecipado` (no message for such a job, the
 # two columns written) and the claim's `p_max_antecipados` (a job computed
@@ -89,6 +90,35 @@ class Migration(migrations.Migration):
                 "verbose_name": "indicador de antecipação",
                 "verbose_name_plural": "indicadores de antecipação",
                 "db_table": "relatorio_antecipacao",
+            },
+        ),
+        migrations.CreateModel(
+            name="PadraoDesligado",
+            fields=[
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("tipo", models.TextField()),
+                ("periodo", models.TextField()),
+                ("resto", models.JSONField()),
+                ("desligado_em", models.DateTimeField(auto_now_add=True)),
+                (
+                    "tenant",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to="relatorios.tenant",
+                    ),
+                ),
+            ],
+            options={
+                "verbose_name": "padrão não antecipado",
+                "verbose_name_plural": "padrões não antecipados",
+                "db_table": "relatorio_padroes_desligados",
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("tenant", "tipo", "periodo", "resto"),
+                        name="relatorio_padroes_desligados_unico",
+                    )
+                ],
             },
         ),
         migrations.AddIndex(

@@ -32,6 +32,7 @@ from relatorios.models.notificacoes import (
 from relatorios.models.tenants import (
     IndicadorDeAntecipacao,
     LimiteDoTenant,
+    PadraoDesligado,
     Tenant,
     Usuario,
     reservar_vaga,
@@ -61,6 +62,7 @@ __all__ = [
     "MotivoDoPulo",
     "MovimentoEstoque",
     "Ocorrencia",
+    "PadraoDesligado",
     "Periodo",
     "Produto",
     "PularEntrega",

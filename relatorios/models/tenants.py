@@ -132,3 +132,31 @@ class IndicadorDeAntecipacao(models.Model):
     @property
     def recall(self) -> float | None:
         return self.imediatos / self.pedidos if self.pedidos else None
+
+
+class PadraoDesligado(models.Model):
+    """A pattern of a tenant's requests its managers told computing ahead to
+    leave alone (`jobs.antecipacao`): the report type, the period and the
+    other parameters, as the pass names them."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tipo = models.TextField()
+    periodo = models.TextField()
+    # The normalized parameters but the range (stores, grouping...).
+    resto = models.JSONField()
+    desligado_em = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "relatorio_padroes_desligados"
+        verbose_name = "padrão não antecipado"
+        verbose_name_plural = "padrões não antecipados"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "tipo", "periodo", "resto"],
+                name="relatorio_padroes_desligados_unico",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tipo} {self.periodo} do tenant {self.tenant_id}"

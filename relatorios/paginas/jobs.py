@@ -8,6 +8,7 @@ JavaScript; with it, the job page follows the job by polling the JSON status.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -23,7 +24,7 @@ from relatorios import tipos
 from relatorios.agendamentos import aberturas
 from relatorios.apresentacao import celulas, grafico
 from relatorios.jobs import antecipacao, consultas, pedidos
-from relatorios.models import EstadoDoJob, RelatorioJob
+from relatorios.models import EstadoDoJob, Periodo, RelatorioJob
 from relatorios.models.jobs import ATIVOS, linhas_do_resultado
 from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
@@ -112,6 +113,33 @@ def antecipar(request: HttpRequest) -> HttpResponse:
     return redirect(reverse("painel") + "#antecipacao")
 
 
+@require_POST
+@gerente
+def antecipar_padrao(request: HttpRequest) -> HttpResponse:
+    """The managers' switch of one pattern (the hidden fields of its row)."""
+    acao = request.POST.get("acao")
+    try:
+        if acao not in ("desligar", "ligar"):
+            raise normalizacao.ErroDeParametro("acao", "escolha «desligar» ou «ligar»")
+        try:
+            resto = json.loads(request.POST.get("resto", ""))
+        except ValueError:
+            raise normalizacao.ErroDeParametro(
+                "resto", "deve ser um objeto JSON"
+            ) from None
+        antecipacao.desligar_padrao(
+            tenant_id=tenant_id_do_pedido(request),
+            tipo=request.POST.get("tipo", ""),
+            periodo=request.POST.get("periodo", ""),
+            resto=resto,
+            desligado=acao == "desligar",
+        )
+    except normalizacao.ErroDeParametro as erro:
+        messages.error(request, f"{erro.campo}: {erro.mensagem}")
+        return _painel(request, status=400)
+    return redirect(reverse("painel") + "#antecipacao")
+
+
 def _painel(
     request: HttpRequest, *, com_erro: PedidoForm | None = None, status: int = 200
 ) -> HttpResponse:
@@ -122,6 +150,7 @@ def _painel(
         for tipo in tipos.registro().values()
     ]
     recentes = consultas.jobs_recentes(tenant_id=tenant_id_do_pedido(request))
+    situacao = antecipacao.situacao(tenant_id=tenant_id_do_pedido(request))
     return render(
         request,
         "relatorios/painel.html",
@@ -142,7 +171,17 @@ def _painel(
                     tenant_id=tenant_id_do_pedido(request)
                 )
             ],
-            "antecipacao": antecipacao.situacao(tenant_id=tenant_id_do_pedido(request)),
+            "antecipacao": situacao,
+            "padroes_antecipados": [
+                {
+                    "padrao": p,
+                    "titulo": titulo_do_tipo(p.tipo),
+                    "periodo": Periodo(p.periodo).label,
+                    "resto": json.dumps(p.resto, sort_keys=True),
+                    "lojas": ", ".join(p.resto.get("lojas") or []) or "todas",
+                }
+                for p in situacao.padroes
+            ],
         },
         status=status,
     )

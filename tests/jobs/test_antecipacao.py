@@ -20,6 +20,7 @@ from relatorios.models import (
     Tenant,
 )
 from relatorios.tipos import normalizacao
+from relatorios.tipos.normalizacao import ErroDeParametro
 from relatorios.tipos.periodos import periodo_concreto
 from tests import processos
 
@@ -567,3 +568,50 @@ def test_submissao_antecipada_nao_conta_como_pedido(tenant: Tenant) -> None:
     _diario(tenant)
     assert antecipacao.antecipar(agora=local(SEG)) == 1
     assert novos() == antes
+
+
+@pytest.mark.django_db
+def test_padrao_desligado_nao_e_antecipado_e_pode_voltar(tenant: Tenant) -> None:
+    _diario(tenant)
+    resto = {"agrupar": "dia", "lojas": []}
+    antecipacao.desligar_padrao(
+        tenant_id=tenant.pk,
+        tipo="vendas",
+        periodo=Periodo.ONTEM,
+        resto=resto,
+        desligado=True,
+    )
+    desligado = antecipacao.antecipar(agora=local(SEG))
+    antecipacao.desligar_padrao(
+        tenant_id=tenant.pk,
+        tipo="vendas",
+        periodo=Periodo.ONTEM,
+        resto=resto,
+        desligado=False,
+    )
+
+    assert desligado == 0
+    assert antecipacao.antecipar(agora=local(SEG)) == 1
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("campos", "campo"),
+    [
+        ({"periodo": "amanha"}, "periodo"),
+        ({"tipo": "inexistente"}, "tipo"),
+        ({"resto": ["lojas"]}, "resto"),
+    ],
+)
+def test_desligar_padrao_invalido_nomeia_o_campo(
+    tenant: Tenant, campos: dict[str, Any], campo: str
+) -> None:
+    argumentos: dict[str, Any] = {
+        "tipo": "vendas",
+        "periodo": Periodo.ONTEM,
+        "resto": {},
+    } | campos
+    with pytest.raises(ErroDeParametro) as erro:
+        antecipacao.desligar_padrao(tenant_id=tenant.pk, desligado=True, **argumentos)
+
+    assert erro.value.campo == campo

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from relatorios.models import IndicadorDeAntecipacao, Tenant
+from relatorios.models import IndicadorDeAntecipacao, PadraoDesligado, Tenant
 from tests import helpers
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +75,73 @@ def test_valor_invalido_e_400_que_nomeia_o_campo(
     assert resposta.status_code == 400
     assert "antecipar:" in resposta.content.decode()
     assert Tenant.objects.get(pk=tenant.pk).antecipar is True
+
+
+def _padrao_diario(tenant: Tenant) -> None:
+    from datetime import timedelta
+
+    from relatorios.models import RelatorioJob
+    from relatorios.tipos import normalizacao
+
+    hoje = timezone.localdate()
+    for n in range(1, 8):
+        dia = hoje - timedelta(days=n)
+        ontem = (dia - timedelta(days=1)).isoformat()
+        params = {"inicio": ontem, "fim": ontem, "agrupar": "dia", "lojas": []}
+        RelatorioJob.objects.create(
+            chave=normalizacao.chave(tenant.pk, "vendas", params),
+            tenant=tenant,
+            tipo="vendas",
+            params=params,
+            status="pronto",
+            pedido_em=timezone.now() - timedelta(days=n),
+        )
+
+
+def test_gerente_ve_e_desliga_um_padrao(cliente: Client, tenant: Tenant) -> None:
+    _padrao_diario(tenant)
+    antes = secao(cliente)
+
+    resposta = cliente.post(
+        "/painel/antecipacao/padrao/",
+        {
+            "tipo": "vendas",
+            "periodo": "ontem",
+            "resto": '{"agrupar": "dia", "lojas": []}',
+            "acao": "desligar",
+        },
+    )
+    depois = secao(cliente)
+
+    assert 'data-padrao="vendas-ontem"' in antes
+    assert ">antecipado<" in antes
+    assert resposta.status_code == 302
+    assert ">desligado<" in depois
+    assert PadraoDesligado.objects.filter(tenant=tenant).count() == 1
+
+
+@pytest.mark.parametrize(
+    ("mudanca", "campo"),
+    [
+        ({"acao": "apagar"}, "acao"),
+        ({"resto": "{nao e json"}, "resto"),
+        ({"resto": "[1]"}, "resto"),
+        ({"periodo": "amanha"}, "periodo"),
+        ({"tipo": "x"}, "tipo"),
+    ],
+)
+def test_padrao_invalido_e_400_que_nomeia_o_campo(
+    cliente: Client, tenant: Tenant, mudanca: dict[str, str], campo: str
+) -> None:
+    corpo = {
+        "tipo": "vendas",
+        "periodo": "ontem",
+        "resto": "{}",
+        "acao": "desligar",
+    } | mudanca
+
+    resposta = cliente.post("/painel/antecipacao/padrao/", corpo)
+
+    assert resposta.status_code == 400
+    assert f"{campo}:" in resposta.content.decode()
+    assert not PadraoDesligado.objects.exists()
