@@ -46,6 +46,22 @@ def env_bool(nome: str, padrao: bool) -> bool:
     return valor.strip().lower() in {"1", "true", "yes", "on", "sim"}
 
 
+def env_bool_estrito(nome: str, padrao: bool) -> bool:
+    """A boolean that refuses anything but a clear yes or no (a typo in a
+    switch must not silently mean "off")."""
+    valor = os.environ.get(nome)
+    if valor is None or valor.strip() == "":
+        return padrao
+    texto = valor.strip().lower()
+    if texto in {"1", "true", "yes", "on", "sim"}:
+        return True
+    if texto in {"0", "false", "no", "off", "nao", "não"}:
+        return False
+    raise ImproperlyConfigured(
+        f"{nome}: {valor!r} is not a boolean (use 1/0, true/false, on/off)"
+    )
+
+
 def env_list(nome: str, padrao: list[str]) -> list[str]:
     valor = os.environ.get(nome)
     if valor is None:
@@ -478,6 +494,45 @@ RELATORIOS_RETRY_AFTER_429_S = env_int("RELATORIOS_RETRY_AFTER_429_S", 10)
 RELATORIOS_DESLIGAMENTO_S = env_float("RELATORIOS_DESLIGAMENTO_S", 20.0)
 # django-q2 kills a worker this long after its job's own time budget.
 RELATORIOS_MARGEM_HARD_STOP_S = env_int("RELATORIOS_MARGEM_HARD_STOP_S", 30)
+# --- Computing ahead (relatorios/jobs/antecipacao.py, docs/operacao.md) --------
+
+# Reports a tenant asks on a pattern (yesterday's sales every morning, last
+# week every Monday, the previous month on the first working day) are
+# computed before they are asked, in idle capacity. Off: no pass runs.
+RELATORIOS_ANTECIPAR = env_bool_estrito("RELATORIOS_ANTECIPAR", True)
+# How often each cluster runs the pass (each report is submitted once a day
+# whatever the number of clusters: the submit's dedup by chave).
+RELATORIOS_ANTECIPAR_S = env_float("RELATORIOS_ANTECIPAR_S", 300.0)
+# How long before the earliest time of day a pattern was asked at its
+# report is submitted; 86400: as soon as its day starts.
+RELATORIOS_ANTECIPAR_ANTECEDENCIA_S = env_int(
+    "RELATORIOS_ANTECIPAR_ANTECEDENCIA_S", 3600
+)
+# Jobs computed ahead running at once, in all (they only ever run while no
+# person's job waits in the queue).
+RELATORIOS_ANTECIPAR_MAX_EXECUTANDO = env_int("RELATORIOS_ANTECIPAR_MAX_EXECUTANDO", 1)
+# A pattern whose results computed ahead were asked for less often than this
+# (share, over the last 28 days, with at least 3 settled) stops being
+# computed ahead until those results age out of the window.
+RELATORIOS_ANTECIPAR_PRECISAO_MINIMA = env_float(
+    "RELATORIOS_ANTECIPAR_PRECISAO_MINIMA", 0.5
+)
+if RELATORIOS_ANTECIPAR_S <= 0:
+    raise ImproperlyConfigured("RELATORIOS_ANTECIPAR_S must be > 0 (seconds)")
+if not 0 <= RELATORIOS_ANTECIPAR_ANTECEDENCIA_S <= 86400:
+    raise ImproperlyConfigured(
+        "RELATORIOS_ANTECIPAR_ANTECEDENCIA_S must be between 0 and 86400 (seconds)"
+    )
+if RELATORIOS_ANTECIPAR_MAX_EXECUTANDO < 1:
+    raise ImproperlyConfigured(
+        "RELATORIOS_ANTECIPAR_MAX_EXECUTANDO must be >= 1 "
+        "(turn computing ahead off with RELATORIOS_ANTECIPAR=0)"
+    )
+if not 0 <= RELATORIOS_ANTECIPAR_PRECISAO_MINIMA <= 1:
+    raise ImproperlyConfigured(
+        "RELATORIOS_ANTECIPAR_PRECISAO_MINIMA must be between 0 and 1"
+    )
+
 # Extra report types (dotted paths to TipoRelatorio subclasses), e.g. for tests.
 RELATORIOS_TIPOS_EXTRAS = env_list("RELATORIOS_TIPOS_EXTRAS", [])
 # Report chunks computed once and reused by later jobs while the ERP rows they

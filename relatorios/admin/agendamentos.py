@@ -178,7 +178,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
         "quando",
         ("cron", "prazo_curto", "recuperacao"),
         "lojas",
-        ("destinatarios", "entrega"),
+        ("destinatarios", "entrega", "pular"),
         "leitura",
         ("proximos_disparos", "criado_por"),
         ("criado_em", "pausado_em", "excluido_em"),

@@ -8,11 +8,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import ValidationError
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 
 from relatorios.agendamentos import agenda
 from relatorios.agendamentos.entrada import separar_por_virgula
-from relatorios.models import Tenant, Usuario
+from relatorios.models import IndicadorDeAntecipacao, Tenant, Usuario
 from relatorios.notificacoes import enderecos
 
 # More than a company has mail domains; the field is not a free text box.
@@ -36,7 +37,12 @@ class TenantForm(forms.ModelForm):
 
     class Meta:
         model = Tenant
-        fields = ("nome", "fuso_horario", "dominios_email")
+        fields = ("nome", "fuso_horario", "dominios_email", "antecipar")
+        labels = {"antecipar": "Antecipar relatórios"}
+        help_texts = {
+            "antecipar": "Calcular antes de serem pedidos os relatórios que a "
+            "empresa pede num padrão (docs/operacao.md, «Computing ahead»)."
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -59,8 +65,41 @@ class TenantForm(forms.ModelForm):
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
     form = TenantForm
-    list_display = ("id", "nome", "fuso_horario", "dominios", "criado_em")
+    list_display = (
+        "id",
+        "nome",
+        "fuso_horario",
+        "dominios",
+        "antecipar",
+        "precisao",
+        "recall",
+        "criado_em",
+    )
+    list_filter = ("antecipar",)
     search_fields = ("nome",)
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Tenant]:
+        # Computing ahead's figures as its last pass wrote them (one row per
+        # tenant): two subqueries of the page's rows, not a query per row.
+        indicador = IndicadorDeAntecipacao.objects.filter(tenant_id=OuterRef("pk"))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                assentados=Subquery(indicador.values("assentados")[:1]),
+                aproveitados=Subquery(indicador.values("aproveitados")[:1]),
+                pedidos=Subquery(indicador.values("pedidos")[:1]),
+                imediatos=Subquery(indicador.values("imediatos")[:1]),
+            )
+        )
+
+    @admin.display(description="precisão da antecipação")
+    def precisao(self, tenant: Any) -> str:
+        return _fracao(tenant.aproveitados, tenant.assentados)
+
+    @admin.display(description="recall da antecipação")
+    def recall(self, tenant: Any) -> str:
+        return _fracao(tenant.imediatos, tenant.pedidos)
 
     @admin.display(description="domínios de e-mail")
     def dominios(self, tenant: Tenant) -> str:
@@ -72,7 +111,8 @@ class TenantAdmin(admin.ModelAdmin):
         )
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        # Support sets the allowed domains and nothing else of a tenant.
+        # Support sets the allowed domains and the computing-ahead switch,
+        # nothing else of a tenant.
         if request.user.has_perm("relatorios.change_tenant"):
             return ()
         return ("nome", "fuso_horario")
@@ -98,6 +138,12 @@ class TenantAdmin(admin.ModelAdmin):
                 + ".",
                 messages.WARNING,
             )
+
+
+def _fracao(parte: int | None, todo: int | None) -> str:
+    if not todo:
+        return "—"
+    return f"{100 * (parte or 0) / todo:.0f}% ({parte} de {todo})"
 
 
 class UsuarioForm(forms.ModelForm):

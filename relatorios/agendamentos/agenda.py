@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -42,6 +42,7 @@ from relatorios.models import (
     Agendamento,
     FormaDeEntrega,
     Periodo,
+    PularEntrega,
     Recuperacao,
     Tenant,
     Webhook,
@@ -49,6 +50,7 @@ from relatorios.models import (
 )
 from relatorios.notificacoes import enderecos
 from relatorios.tipos.normalizacao import ErroDeParametro
+from relatorios.tipos.periodos import periodo_concreto
 
 logger = logging.getLogger(__name__)
 
@@ -173,25 +175,6 @@ def proximo_disparo(cron: str, fuso: str, depois_de: datetime) -> datetime:
         janela *= 4  # a yearly cron needs a wider look; the cron is known to fire
 
 
-def periodo_concreto(periodo: str, dia: date) -> tuple[date, date]:
-    """(inicio, fim) of a relative period for a firing on local day `dia`."""
-    ontem = dia - timedelta(days=1)
-    if periodo == Periodo.ONTEM:
-        return ontem, ontem
-    if periodo == Periodo.SEMANA_ANTERIOR:
-        segunda = dia - timedelta(days=dia.weekday() + 7)
-        return segunda, segunda + timedelta(days=6)
-    if periodo == Periodo.MES_ANTERIOR:
-        fim = dia.replace(day=1) - timedelta(days=1)
-        return fim.replace(day=1), fim
-    if periodo == Periodo.MES_CORRENTE_ATE_ONTEM:
-        # On the 1st, "this month up to yesterday" is yesterday's month.
-        return ontem.replace(day=1), ontem
-    if periodo == Periodo.ANO_ANTERIOR:
-        return date(dia.year - 1, 1, 1), date(dia.year - 1, 12, 31)
-    raise ErroDeParametro("periodo", f"período desconhecido: {periodo}")
-
-
 def params_da_ocorrencia(
     agendamento: Agendamento, planejado_para: datetime, fuso: str
 ) -> dict[str, Any]:
@@ -220,6 +203,7 @@ def criar(
     nome: Any = "",
     entrega: Any = None,
     webhooks: Any = None,
+    pular: Any = None,
     usuario_id: int | None,
 ) -> Agendamento:
     """Validate a schedule (errors name the field) and create it, active.
@@ -261,6 +245,7 @@ def criar(
             "entrega", f"deve ser um de: {', '.join(FormaDeEntrega.values)}"
         )
     webhooks = _webhooks_do_tenant(tenant_id, webhooks)
+    pular = _pular(PularEntrega.NUNCA if pular is None else pular)
     fuso = _fuso(tenant_id)
     agora = agora_do_banco()
     primeiro = proximo_disparo(cron, fuso, agora)
@@ -297,6 +282,7 @@ def criar(
             destinatarios=destinatarios,
             entrega=entrega,
             webhooks=webhooks,
+            pular=pular,
             recuperacao=recuperacao,
             criado_por_id=usuario_id,
             ativo_desde=agora,
@@ -318,10 +304,11 @@ def alterar_entrega(
     destinatarios: Any = _MANTER,
     entrega: Any = _MANTER,
     webhooks: Any = _MANTER,
+    pular: Any = _MANTER,
 ) -> Agendamento | None:
-    """Change who gets a schedule's reports and how (None if it is not the
-    tenant's, or deleted); the fields left out stay. What it fires and when
-    are not changed here: that is another schedule.
+    """Change who gets a schedule's reports, how, and which it skips (None if
+    it is not the tenant's, or deleted); the fields left out stay. What it
+    fires and when are not changed here: that is another schedule.
 
     A recipient or webhook removed stops receiving from the next delivery on,
     and the download links it was sent stop opening (`notificacoes.links`
@@ -334,6 +321,8 @@ def alterar_entrega(
                 "entrega", f"deve ser um de: {', '.join(FormaDeEntrega.values)}"
             )
         mudancas["entrega"] = entrega
+    if pular is not _MANTER:
+        mudancas["pular"] = _pular(pular)
     with transaction.atomic():
         agendamento = travar(agendamento_id, tenant_id)
         if agendamento is None or agendamento.excluido_em is not None:
@@ -530,6 +519,14 @@ def travar(
 
 def _fuso(tenant_id: int) -> str:
     return str(Tenant.objects.values_list("fuso_horario", flat=True).get(pk=tenant_id))
+
+
+def _pular(valor: Any) -> str:
+    if valor not in PularEntrega.values:
+        raise ErroDeParametro(
+            "pular", f"deve ser um de: {', '.join(PularEntrega.values)}"
+        )
+    return str(valor)
 
 
 def _prazo(valor: Any) -> timedelta:

@@ -29,6 +29,7 @@ from relatorios.models import (
     Agendamento,
     FormaDeEntrega,
     Periodo,
+    PularEntrega,
     Recuperacao,
     Tenant,
 )
@@ -173,6 +174,13 @@ class AgendamentoForm(forms.Form):
         initial=FormaDeEntrega.ANEXO,
         required=False,
     )
+    pular = forms.ChoiceField(
+        label="Não enviar",
+        choices=PularEntrega.choices,
+        initial=PularEntrega.NUNCA,
+        required=False,
+        help_text="Um relatório pulado conta como entregue no prazo.",
+    )
     recuperacao = forms.ChoiceField(
         label="Depois de uma parada, rodar",
         choices=Recuperacao.choices,
@@ -244,6 +252,7 @@ class AgendamentoForm(forms.Form):
             else list(lojas),
             "destinatarios": separar_por_virgula(dados["destinatarios"]),
             "entrega": dados["entrega"] or None,
+            "pular": dados["pular"] or None,
             "recuperacao": dados["recuperacao"],
         }
 

@@ -34,6 +34,7 @@ CAMPOS_DE_CRIACAO = (
     "destinatarios",
     "entrega",
     "webhooks",
+    "pular",
     "recuperacao",
 )
 
@@ -46,6 +47,8 @@ class OcorrenciaSerializer(SerializerDeSaida):
     motivo = serializers.CharField()
     params = serializers.JSONField()
     job_id = serializers.IntegerField(allow_null=True)
+    entregue_em = serializers.DateTimeField(allow_null=True)
+    pulada_por = serializers.CharField(allow_null=True)
 
 
 class AgendamentoSerializer(SerializerDeSaida):
@@ -61,6 +64,7 @@ class AgendamentoSerializer(SerializerDeSaida):
     destinatarios = serializers.JSONField()
     entrega = serializers.CharField()
     webhooks = serializers.JSONField()
+    pular = serializers.CharField()
     recuperacao = serializers.CharField()
     ativo = serializers.BooleanField()
     proximo_disparo = serializers.DateTimeField(allow_null=True)
@@ -149,6 +153,7 @@ class Agendamentos(APIView):
             destinatarios=corpo.get("destinatarios"),
             entrega=corpo.get("entrega"),
             webhooks=corpo.get("webhooks"),
+            pular=corpo.get("pular"),
             recuperacao=corpo.get("recuperacao"),
             nome=corpo.get("nome", ""),
             usuario_id=request.user.pk,
@@ -163,7 +168,7 @@ class Agendamentos(APIView):
         )
 
 
-CAMPOS_DA_ENTREGA = ("destinatarios", "entrega", "webhooks")
+CAMPOS_DA_ENTREGA = ("destinatarios", "entrega", "webhooks", "pular")
 
 
 class DetalheDoAgendamento(APIView):

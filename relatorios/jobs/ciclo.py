@@ -78,19 +78,34 @@ def reivindicar(*, job_id: int, trabalhador: str = "") -> JobReivindicado | None
     4. Claimed: the attempt opens in the ledger (relatorio_tentativas) in the
        same transaction; `trabalhador` (host:pid) says who runs it.
 
-    A second delivery of the same message finds nothing to claim.
+    A second delivery of the same message finds nothing to claim. A job
+    computed ahead (jobs.antecipacao) nobody asked for yet is claimed only in
+    idle capacity: no person's job waits in the queue, and fewer than
+    RELATORIOS_ANTECIPAR_MAX_EXECUTANDO such jobs run; otherwise it is
+    refused as for the limit (step 3), so a person's job is claimed first,
+    and its tenant is dispatched (a person's job of its own takes the slot).
 
     Steps 1-4 are one call of the database function `relatorios_reivindicar`
     (migration 0015): one round trip, atomic on its own.
     """
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT * FROM relatorios_reivindicar(%s::bigint, %s::bigint, %s::text)",
-            [job_id, settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT, trabalhador],
+            "SELECT * FROM relatorios_reivindicar("
+            "%s::bigint, %s::bigint, %s::text, %s::bigint)",
+            [
+                job_id,
+                settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT,
+                trabalhador,
+                settings.RELATORIOS_ANTECIPAR_MAX_EXECUTANDO,
+            ],
         )
         desfecho, *linha = cursor.fetchone()
     if desfecho == "sem_vaga":
         logger.info("job aguarda vaga do tenant", extra={"job_id": job_id})
+    elif desfecho == "ocioso":
+        # The slot its message held goes to a person's job of its tenant.
+        logger.info("job antecipado aguarda ociosidade", extra={"job_id": job_id})
+        despachar_do_job(job_id)
     if desfecho != "reivindicado":
         return None
     return JobReivindicado(

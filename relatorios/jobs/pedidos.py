@@ -23,7 +23,7 @@ from relatorios.jobs.consultas import (
     JobEstado,
     ler_contando,
 )
-from relatorios.jobs.vagas import timeout_da_tarefa
+from relatorios.jobs.vagas import despachar, timeout_da_tarefa
 from relatorios.operacao import logs, metricas
 from relatorios.tipos import normalizacao
 
@@ -58,8 +58,13 @@ def submeter(
     usuario_id: int | None,
     request_id: str | None = None,
     contagem: Contagem | None = None,
+    antecipado: bool = False,
 ) -> Submissao:
     """Accept a report request (see `_submeter`), counting its outcome.
+
+    `antecipado`: a request of computing ahead (jobs.antecipacao), not of a
+    person: a job it creates is marked, waits for idle capacity, and may
+    take at most half the tenant's RELATORIOS_MAX_PENDENTES_POR_TENANT.
 
     `request_id` (default: the current request's, relatorios/operacao/logs.py) is
     stored with a job this request creates or restarts. `contagem`: the API
@@ -74,10 +79,15 @@ def submeter(
             usuario_id=usuario_id,
             request_id=request_id or logs.request_id_atual(),
             contagem=contagem,
+            antecipado=antecipado,
         )
     except (normalizacao.ErroDeParametro, LimiteDePendentes):
-        metricas.submissao(tipo=tipo, desfecho="rejeitado")
+        if not antecipado:
+            metricas.submissao(tipo=tipo, desfecho="rejeitado")
         raise
+    if antecipado:
+        # Not a request: relatorios_submissoes_total counts what was asked.
+        return submissao
     if not submissao.criado:
         desfecho = "reaproveitado"
     else:
@@ -94,6 +104,7 @@ def _submeter(
     usuario_id: int | None,
     request_id: str | None,
     contagem: Contagem | None,
+    antecipado: bool = False,
 ) -> Submissao:
     """Accept a report request: reuse the tenant's job for it or create one.
 
@@ -114,17 +125,21 @@ def _submeter(
        (its row was not visible to our read, or was being restarted). A new
        statement sees the committed row: go back to step 2.
 
-    A new submit is two round trips (read, function), a hit one.
+    A new submit is two round trips (read, function), a hit one. A person's
+    first hit on a job computed ahead (the read says so) records that it was
+    asked for: one guarded UPDATE, once per such job (`_marcar_pedido`).
     """
     tipo_relatorio = tipos.obter(tipo)
     params = tipo_relatorio.normalizar(params_brutos)
     chave = normalizacao.chave(tenant_id, tipo, params)
     for _ in range(3):
-        atual, reiniciavel, job_id = _ler_por_chave(
+        atual, reiniciavel, job_id, a_marcar = _ler_por_chave(
             chave=chave, tenant_id=tenant_id, contagem=contagem
         )
         contagem = None  # counted once, by the first read
         if atual is not None and not reiniciavel:
+            if a_marcar and not antecipado:
+                _marcar_pedido(job_id=atual.id, tenant_id=tenant_id)
             # DEBUG, not INFO: a hit is the commonest answer of the API and
             # changes nothing; relatorios_submissoes_total{desfecho=
             # "reaproveitado"} counts them. The line cost ~9% of a hit's
@@ -150,6 +165,7 @@ def _submeter(
             params=params,
             usuario_id=usuario_id,
             request_id=request_id,
+            antecipado=antecipado,
         )
         if gravado is not None:
             novo, enfileirado = gravado
@@ -165,6 +181,7 @@ def _submeter(
                     "chave": chave[:12],
                     "reiniciado": reiniciado,
                     "enfileirado": enfileirado,
+                    "antecipado": antecipado,
                 },
             )
             return Submissao(job=novo, criado=True, reiniciado=reiniciado)
@@ -175,8 +192,9 @@ def _submeter(
 
 def _ler_por_chave(
     *, chave: str, tenant_id: int, contagem: Contagem | None = None
-) -> tuple[JobEstado | None, bool, int]:
-    """(the job, whether it may start over, the id a write would use).
+) -> tuple[JobEstado | None, bool, int, bool]:
+    """(the job, whether it may start over, the id a write would use, whether
+    it was computed ahead and nobody asked for it yet).
 
     With `contagem`, the same statement counts the request against the API
     limit (its UPSERT as a CTE, on an unlogged table) and raises its 429.
@@ -188,7 +206,8 @@ def _ler_por_chave(
     colunas = f"""{COLUNAS_ESTADO},
         status = 'falhou' OR (status = 'pronto' AND expira_em < now()),
         tenant_id,
-        COALESCE(id, nextval(pg_get_serial_sequence('relatorio_jobs', 'id')))"""
+        COALESCE(id, nextval(pg_get_serial_sequence('relatorio_jobs', 'id'))),
+        antecipado_em IS NOT NULL AND pedido_em IS NULL"""
     linha = ler_contando(
         contagem,
         colunas=colunas,
@@ -196,10 +215,31 @@ def _ler_por_chave(
         parametros=[chave],
     )
     if linha[0] is None:
-        return None, False, int(linha[12])
+        return None, False, int(linha[12]), False
     if linha[11] != tenant_id:
         raise RuntimeError(f"chave {chave} belongs to another tenant")
-    return JobEstado.da_linha(linha), bool(linha[10]), int(linha[12])
+    return JobEstado.da_linha(linha), bool(linha[10]), int(linha[12]), bool(linha[13])
+
+
+def _marcar_pedido(*, job_id: int, tenant_id: int) -> None:
+    """The first request a job computed ahead answers: its `pedido_em` (the
+    history and the precision of computing ahead read it). Guarded, so
+    concurrent first requests write it once. A job still waiting becomes a
+    person's job (the claim no longer waits for idle capacity) and is
+    dispatched if its tenant has a free slot."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE relatorio_jobs SET pedido_em = now()
+             WHERE id = %s AND tenant_id = %s
+               AND antecipado_em IS NOT NULL AND pedido_em IS NULL
+            RETURNING status = 'pendente' AND enfileirado_em IS NULL
+            """,
+            [job_id, tenant_id],
+        )
+        linha = cursor.fetchone()
+    if linha is not None and linha[0]:
+        despachar(tenant_id=tenant_id)
 
 
 # The job's columns as `relatorios_submeter` returns them (a relatorio_jobs row).
@@ -217,6 +257,7 @@ def _gravar_pedido(
     params: dict[str, Any],
     usuario_id: int | None,
     request_id: str | None,
+    antecipado: bool = False,
 ) -> tuple[JobEstado, bool] | None:
     """Steps 3-4 of `submeter`: (the job, whether it got its message), or None
     when another request's row stands in the way (read again).
@@ -241,7 +282,7 @@ def _gravar_pedido(
                        %(tipo)s::text, %(params)s::jsonb, %(usuario)s::bigint,
                        %(lojas)s::text[], %(max_pendentes)s::bigint,
                        %(max_em_voo)s::bigint, %(fila)s::text, %(mensagem)s::text,
-                       %(request_id)s::text
+                       %(request_id)s::text, %(antecipado)s::boolean
                    ) AS s
             """,
             {
@@ -252,11 +293,14 @@ def _gravar_pedido(
                 "params": json.dumps(params),
                 "usuario": usuario_id,
                 "lojas": list(params["lojas"]),
-                "max_pendentes": settings.RELATORIOS_MAX_PENDENTES_POR_TENANT,
+                # Computing ahead leaves half the pending cap to people.
+                "max_pendentes": settings.RELATORIOS_MAX_PENDENTES_POR_TENANT
+                // (2 if antecipado else 1),
                 "max_em_voo": settings.RELATORIOS_MAX_EXECUTANDO_POR_TENANT,
                 "fila": Conf.CLUSTER_NAME,
                 "mensagem": mensagem,
                 "request_id": request_id,
+                "antecipado": antecipado,
             },
         )
         linha = cursor.fetchone()

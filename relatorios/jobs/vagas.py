@@ -26,7 +26,9 @@ from relatorios.models import (
 
 
 def despachar(*, tenant_id: int) -> int:
-    """Give queue messages to the tenant's oldest waiting jobs, up to its free slots."""
+    """Give queue messages to the tenant's oldest waiting jobs, up to its free
+    slots: jobs a person asked for first, then those computed ahead
+    (jobs.antecipacao; their claim still waits for idle capacity)."""
     with transaction.atomic(), connection.cursor() as cursor:
         travar_tenant(cursor, tenant_id)
         _, em_voo = ocupacao(cursor, tenant_id)
@@ -37,12 +39,23 @@ def despachar(*, tenant_id: int) -> int:
             """
             UPDATE relatorio_jobs SET enfileirado_em = now()
              WHERE id IN (SELECT id FROM relatorio_jobs
-                           WHERE tenant_id = %s AND status = 'pendente'
+                           WHERE tenant_id = %(tenant)s AND status = 'pendente'
                              AND enfileirado_em IS NULL
-                           ORDER BY criado_em LIMIT %s)
+                             -- Computed ahead: only in idle capacity, or
+                             -- the claim refuses it straight back.
+                             AND (antecipado_em IS NULL OR pedido_em IS NOT NULL
+                                  OR relatorios_ocioso(%(tenant)s, %(max)s))
+                           ORDER BY antecipado_em IS NOT NULL
+                                    AND pedido_em IS NULL,
+                                    criado_em
+                           LIMIT %(livres)s)
             RETURNING id, tipo
             """,
-            [tenant_id, livres],
+            {
+                "tenant": tenant_id,
+                "livres": livres,
+                "max": settings.RELATORIOS_ANTECIPAR_MAX_EXECUTANDO,
+            },
         )
         despachados = cursor.fetchall()
         for job_id, tipo in despachados:

@@ -4,8 +4,10 @@ from relatorios.models.agendamentos import (
     Alerta,
     EstadoOcorrencia,
     FormaDeEntrega,
+    MotivoDoPulo,
     Ocorrencia,
     Periodo,
+    PularEntrega,
     Recuperacao,
 )
 from relatorios.models.arquivos import Arquivo, JanelaDeDownload, LinkRevogado
@@ -28,7 +30,14 @@ from relatorios.models.notificacoes import (
     Webhook,
 )
 from relatorios.models.partes import ParteGuardada, ReusoDoTenant, VersaoErp
-from relatorios.models.tenants import LimiteDoTenant, Tenant, Usuario, reservar_vaga
+from relatorios.models.tenants import (
+    IndicadorDeAntecipacao,
+    LimiteDoTenant,
+    PadraoDesligado,
+    Tenant,
+    Usuario,
+    reservar_vaga,
+)
 
 __all__ = [
     "Abertura",
@@ -44,17 +53,21 @@ __all__ = [
     "Evento",
     "EventoPublicado",
     "FormaDeEntrega",
+    "IndicadorDeAntecipacao",
     "Inscricao",
     "JanelaDaApi",
     "JanelaDeDownload",
     "LimiteDoTenant",
     "LinkRevogado",
     "Loja",
+    "MotivoDoPulo",
     "MovimentoEstoque",
     "Ocorrencia",
+    "PadraoDesligado",
     "ParteGuardada",
     "Periodo",
     "Produto",
+    "PularEntrega",
     "Recuperacao",
     "RelatorioJob",
     "RelatorioParcial",

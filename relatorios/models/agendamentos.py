@@ -39,6 +39,23 @@ class FormaDeEntrega(models.TextChoices):
     LINK = "link", "e-mail só com o link para baixar"
 
 
+class PularEntrega(models.TextChoices):
+    """Which finished reports a schedule does not send (Metabase's "skip if no
+    results"): the occurrence still counts as delivered on time."""
+
+    NUNCA = "nunca", "enviar sempre"
+    VAZIO = "vazio", "não enviar um relatório vazio"
+    IGUAL = "igual", "não enviar um relatório igual ao último enviado"
+    VAZIO_OU_IGUAL = "vazio_ou_igual", "não enviar um relatório vazio nem igual"
+
+
+class MotivoDoPulo(models.TextChoices):
+    """Why an occurrence's report was not sent (`Ocorrencia.pulada_por`)."""
+
+    VAZIO = "vazio", "relatório vazio"
+    IGUAL = "igual", "igual ao último enviado"
+
+
 class Agendamento(models.Model):
     """A report a tenant wants on a cron schedule, due within `prazo` of each firing."""
 
@@ -64,6 +81,12 @@ class Agendamento(models.Model):
         choices=FormaDeEntrega.choices, default=FormaDeEntrega.ANEXO
     )
     webhooks = models.JSONField(default=list, blank=True)
+    # Which finished reports are not sent (agendamentos.entregas).
+    pular = models.TextField(
+        choices=PularEntrega.choices,
+        default=PularEntrega.NUNCA,
+        db_default=PularEntrega.NUNCA,
+    )
     recuperacao = models.TextField(
         choices=Recuperacao.choices, default=Recuperacao.ULTIMA
     )
@@ -170,6 +193,14 @@ class Ocorrencia(models.Model):
     entregue_como = models.TextField(  # noqa: DJ001 (NULL until delivered)
         choices=FormaDeEntrega.choices, null=True, blank=True
     )
+    # Delivered without sending anything, and why (the schedule's `pular`):
+    # it still counts as delivered on time. NULL: sent (or not delivered yet).
+    pulada_por = models.TextField(  # noqa: DJ001 (NULL: not skipped)
+        choices=MotivoDoPulo.choices, null=True, blank=True
+    )
+    # md5 of the result it delivered (set with `entregue_em`): a later one
+    # identical to the last one sent can be skipped.
+    resultado_md5 = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001 (NULL until delivered)
 
     class Meta:
         db_table = "relatorio_ocorrencias"

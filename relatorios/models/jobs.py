@@ -98,6 +98,13 @@ class RelatorioJob(models.Model):
     # on every worker log line and webhook delivery about it; NULL for jobs
     # a schedule submitted.
     request_id = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001 (absent is not "")
+    # Extra: when it was computed ahead of a request (jobs.antecipacao); NULL
+    # for a job a person (or a schedule) asked for.
+    antecipado_em = models.DateTimeField(null=True, blank=True)
+    # Extra: when it was first asked for, the request history computing ahead
+    # learns from: the insert's time for an asked job, and for one computed
+    # ahead the first request it answered (NULL while nobody asked for it).
+    pedido_em = models.DateTimeField(null=True, blank=True, db_default=Agora())
 
     objects = RelatorioJobQuerySet.as_manager()
 
@@ -157,6 +164,15 @@ class RelatorioJob(models.Model):
             # hierarchy's bounds (min/max), date ranges, the landing page's
             # "last 24 h" per type.
             models.Index(fields=["criado_em"], name="relatorio_jobs_criado"),
+            # Computing ahead (jobs.antecipacao): the jobs computed ahead, per
+            # tenant, for their precision and recall. Partial: an asked job
+            # writes no entry (the request history is read through
+            # relatorio_jobs_recentes instead, so a submit writes nothing more).
+            models.Index(
+                fields=["tenant", "antecipado_em"],
+                name="relatorio_jobs_antecipados",
+                condition=models.Q(antecipado_em__isnull=False),
+            ),
             # The admin's "falhou nas últimas 24 h" and "falhou" filter: failures
             # are few, so the partial index stays small.
             models.Index(

@@ -29,6 +29,9 @@ class Tenant(models.Model):
     # schedules' recipients, the users' own (notificacoes/enderecos.py). IDNA,
     # lower case; empty: any domain. Set by support in the admin.
     dominios_email = models.JSONField(default=list, blank=True)
+    # Computing ahead of requests (jobs.antecipacao), on unless its managers or
+    # support turned it off for this tenant.
+    antecipar = models.BooleanField(default=True, db_default=True)
 
     class Meta:
         db_table = "tenants"
@@ -93,3 +96,67 @@ def reservar_vaga(
     )
     if existentes.count() >= limite:
         raise LimiteDoTenant(mensagem)
+
+
+class IndicadorDeAntecipacao(models.Model):
+    """A tenant's computing ahead over the last weeks, as the last pass of
+    `jobs.antecipacao` measured it (the metrics, pages and admin read it)."""
+
+    tenant = models.OneToOneField(
+        Tenant, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    # Jobs computed ahead and settled (asked for, or expired or failed unasked).
+    assentados = models.IntegerField(default=0)
+    # Of those, asked for before they expired.
+    aproveitados = models.IntegerField(default=0)
+    # Jobs asked for (first requests), and those a job computed ahead
+    # answered already finished.
+    pedidos = models.IntegerField(default=0)
+    imediatos = models.IntegerField(default=0)
+    # Patterns stopped for their precision (RELATORIOS_ANTECIPAR_PRECISAO_MINIMA).
+    padroes_parados = models.IntegerField(default=0)
+    calculado_em = models.DateTimeField()
+
+    class Meta:
+        db_table = "relatorio_antecipacao"
+        verbose_name = "indicador de antecipação"
+        verbose_name_plural = "indicadores de antecipação"
+
+    def __str__(self) -> str:
+        return f"antecipação do tenant {self.tenant_id}"
+
+    @property
+    def precisao(self) -> float | None:
+        return self.aproveitados / self.assentados if self.assentados else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.imediatos / self.pedidos if self.pedidos else None
+
+
+class PadraoDesligado(models.Model):
+    """A pattern of a tenant's requests its managers told computing ahead to
+    leave alone (`jobs.antecipacao`): the report type, the period and the
+    other parameters, as the pass names them."""
+
+    id = models.BigAutoField(primary_key=True)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
+    tipo = models.TextField()
+    periodo = models.TextField()
+    # The normalized parameters but the range (stores, grouping...).
+    resto = models.JSONField()
+    desligado_em = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "relatorio_padroes_desligados"
+        verbose_name = "padrão não antecipado"
+        verbose_name_plural = "padrões não antecipados"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["tenant", "tipo", "periodo", "resto"],
+                name="relatorio_padroes_desligados_unico",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tipo} {self.periodo} do tenant {self.tenant_id}"

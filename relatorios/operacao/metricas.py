@@ -18,8 +18,11 @@ Two kinds, for two reasons:
   whole service being down.
 
 Labels are bounded: `tipo` is one of the registered report types (anything
-else is "outro"), the others are fixed enumerations. No tenant, job or
-schedule id is ever a label: a per-tenant view is a query in the admin.
+else is "outro"), the others are fixed enumerations. No job or schedule id is
+ever a label, and a tenant's only in computing ahead's gauges (issue 34 asks
+for its precision and recall per tenant): one series per tenant with it on,
+read from relatorio_antecipacao, a row per tenant. Any other per-tenant view
+is a query in the admin.
 
 Who may scrape, and how a scrape is served (the web's /metrics, a cluster's
 own port): `operacao.exposicao`.
@@ -59,7 +62,8 @@ SUBMISSOES = Counter(
     "Report requests by outcome: novo (a job was created), reaproveitado (an "
     "existing pending, running or valid job answered), reiniciado (a failed or "
     "expired job started over), rejeitado (400 for the parameters, 429 for the "
-    "tenant's pending cap).",
+    "tenant's pending cap). Submits of computing ahead are not requests and "
+    "are not counted.",
     ["tipo", "desfecho"],
 )
 FINALIZADOS = Counter(
@@ -308,6 +312,12 @@ SELECT (SELECT count(*) FROM relatorio_alertas WHERE fechado_em IS NULL),
 # so a scrape reads a few index entries per active schedule.
 SEM_LEITURA = 3
 
+# Computing ahead, per tenant, as its last pass measured it (jobs.antecipacao).
+_SQL_ANTECIPACAO = """
+SELECT tenant_id, assentados, aproveitados, pedidos, imediatos, padroes_parados
+  FROM relatorio_antecipacao ORDER BY tenant_id
+"""
+
 # Pending deliveries (relatorio_entregas_pendentes) and how long the oldest waits.
 _SQL_ENTREGAS = """
 SELECT count(*), extract(epoch FROM now() - min(criado_em))
@@ -361,6 +371,8 @@ class EstadoDoBanco(Collector):
             )
             cursor.execute(_SQL_ENTREGAS)
             entregas_pendentes, entrega_mais_antiga = cursor.fetchone()
+            cursor.execute(_SQL_ANTECIPACAO)
+            antecipacao = cursor.fetchall()
         # Imported here: clusters imports services, which counts through here.
         from relatorios.fila import clusters
 
@@ -451,8 +463,42 @@ class EstadoDoBanco(Collector):
             "Clusters that beat within RELATORIOS_ORFAO_APOS_S.",
             saude["clusters_vivos"],
         )
+        yield from _antecipacao(antecipacao)
         if replica.configurada():
             yield from _replica(clusters.replica_vista())
+
+
+def _antecipacao(linhas: list[tuple[Any, ...]]) -> Iterator[Metric]:
+    """Computing ahead's precision and recall per tenant (the last 28 days);
+    a tenant with nothing settled or asked has no sample of that ratio."""
+    precisao = GaugeMetricFamily(
+        "relatorios_antecipacao_precisao",
+        "Share of the results computed ahead (settled in the last 28 days) that "
+        "someone asked for before they expired, per tenant.",
+        labels=["tenant"],
+    )
+    recall = GaugeMetricFamily(
+        "relatorios_antecipacao_recall",
+        "Share of the reports asked for in the last 28 days (first requests) "
+        "that a result computed ahead answered at once, per tenant.",
+        labels=["tenant"],
+    )
+    parados = GaugeMetricFamily(
+        "relatorios_antecipacao_padroes_parados",
+        "Patterns no longer computed ahead for their precision "
+        "(RELATORIOS_ANTECIPAR_PRECISAO_MINIMA), per tenant.",
+        labels=["tenant"],
+    )
+    for tenant_id, assentados, aproveitados, pedidos, imediatos, n in linhas:
+        rotulo = [str(tenant_id)]
+        if assentados:
+            precisao.add_metric(rotulo, aproveitados / assentados)
+        if pedidos:
+            recall.add_metric(rotulo, imediatos / pedidos)
+        parados.add_metric(rotulo, n)
+    yield precisao
+    yield recall
+    yield parados
 
 
 def _replica(vista: ReplicaVista | None) -> Iterator[Metric]:

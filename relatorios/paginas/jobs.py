@@ -8,6 +8,7 @@ JavaScript; with it, the job page follows the job by polling the JSON status.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,8 +23,8 @@ from django.views.decorators.http import require_GET, require_POST
 from relatorios import tipos
 from relatorios.agendamentos import aberturas
 from relatorios.apresentacao import celulas, grafico
-from relatorios.jobs import consultas, pedidos
-from relatorios.models import EstadoDoJob, RelatorioJob
+from relatorios.jobs import antecipacao, consultas, pedidos
+from relatorios.models import EstadoDoJob, Periodo, RelatorioJob
 from relatorios.models.jobs import ATIVOS, linhas_do_resultado
 from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
@@ -100,6 +101,45 @@ def solicitar(request: HttpRequest, tipo: str) -> HttpResponse:
     return redirect("pagina_do_job", job_id=submissao.job.id)
 
 
+@require_POST
+@gerente
+def antecipar(request: HttpRequest) -> HttpResponse:
+    """The managers' switch of computing ahead for their company."""
+    valor = request.POST.get("antecipar")
+    if valor not in ("sim", "nao"):
+        messages.error(request, "antecipar: escolha «sim» ou «nao»")
+        return _painel(request, status=400)
+    antecipacao.ligar(tenant_id=tenant_id_do_pedido(request), ligado=valor == "sim")
+    return redirect(reverse("painel") + "#antecipacao")
+
+
+@require_POST
+@gerente
+def antecipar_padrao(request: HttpRequest) -> HttpResponse:
+    """The managers' switch of one pattern (the hidden fields of its row)."""
+    acao = request.POST.get("acao")
+    try:
+        if acao not in ("desligar", "ligar"):
+            raise normalizacao.ErroDeParametro("acao", "escolha «desligar» ou «ligar»")
+        try:
+            resto = json.loads(request.POST.get("resto", ""))
+        except ValueError:
+            raise normalizacao.ErroDeParametro(
+                "resto", "deve ser um objeto JSON"
+            ) from None
+        antecipacao.desligar_padrao(
+            tenant_id=tenant_id_do_pedido(request),
+            tipo=request.POST.get("tipo", ""),
+            periodo=request.POST.get("periodo", ""),
+            resto=resto,
+            desligado=acao == "desligar",
+        )
+    except normalizacao.ErroDeParametro as erro:
+        messages.error(request, f"{erro.campo}: {erro.mensagem}")
+        return _painel(request, status=400)
+    return redirect(reverse("painel") + "#antecipacao")
+
+
 def _painel(
     request: HttpRequest, *, com_erro: PedidoForm | None = None, status: int = 200
 ) -> HttpResponse:
@@ -110,6 +150,7 @@ def _painel(
         for tipo in tipos.registro().values()
     ]
     recentes = consultas.jobs_recentes(tenant_id=tenant_id_do_pedido(request))
+    situacao = antecipacao.situacao(tenant_id=tenant_id_do_pedido(request))
     return render(
         request,
         "relatorios/painel.html",
@@ -129,6 +170,17 @@ def _painel(
                 for a in consultas.agendamentos_no_painel(
                     tenant_id=tenant_id_do_pedido(request)
                 )
+            ],
+            "antecipacao": situacao,
+            "padroes_antecipados": [
+                {
+                    "padrao": p,
+                    "titulo": titulo_do_tipo(p.tipo),
+                    "periodo": Periodo(p.periodo).label,
+                    "resto": json.dumps(p.resto, sort_keys=True),
+                    "lojas": ", ".join(p.resto.get("lojas") or []) or "todas",
+                }
+                for p in situacao.padroes
             ],
         },
         status=status,

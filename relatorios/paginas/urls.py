@@ -20,6 +20,8 @@ urlpatterns = [
     # A scheduled report's signed download link: no login (paginas/downloads.py).
     path("baixar/<str:token>", downloads.baixar, name="baixar"),
     path("painel/relatorios/<slug:tipo>/", jobs.solicitar, name="solicitar"),
+    path("painel/antecipacao/", jobs.antecipar, name="antecipar"),
+    path("painel/antecipacao/padrao/", jobs.antecipar_padrao, name="antecipar_padrao"),
     path("painel/jobs/<job:job_id>/", jobs.pagina_do_job, name="pagina_do_job"),
     path("painel/jobs/<job:job_id>/estado/", jobs.estado_do_job, name="estado_do_job"),
     path("painel/jobs/<job:job_id>/repetir/", jobs.repetir, name="repetir"),

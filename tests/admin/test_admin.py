@@ -16,7 +16,14 @@ from django.utils import timezone
 from django_q.models import OrmQ
 
 from relatorios.jobs import ciclo, pedidos, suporte
-from relatorios.models import EstadoDoJob, RelatorioJob, Tenant, Usuario, permissoes
+from relatorios.models import (
+    EstadoDoJob,
+    IndicadorDeAntecipacao,
+    RelatorioJob,
+    Tenant,
+    Usuario,
+    permissoes,
+)
 from tests import helpers
 
 pytestmark = pytest.mark.django_db
@@ -754,3 +761,26 @@ def test_pagina_inicial_mostra_os_numeros_do_suporte(
     html = resposta.content.decode()
     assert 'data-indicador="travados">1<' in html
     assert "há 2" in html
+
+
+def test_suporte_ve_e_desliga_a_antecipacao_do_tenant(
+    cliente: Client, tenant: Tenant
+) -> None:
+    IndicadorDeAntecipacao.objects.create(
+        tenant=tenant,
+        assentados=4,
+        aproveitados=3,
+        pedidos=10,
+        imediatos=7,
+        calculado_em=timezone.now(),
+    )
+    lista = cliente.get("/admin/relatorios/tenant/").content.decode()
+
+    resposta = cliente.post(
+        f"/admin/relatorios/tenant/{tenant.pk}/change/", {"dominios_email": ""}
+    )
+
+    assert "75% (3 de 4)" in lista
+    assert "70% (7 de 10)" in lista
+    assert resposta.status_code == 302
+    assert Tenant.objects.get(pk=tenant.pk).antecipar is False

@@ -74,6 +74,8 @@ def test_cria_e_lista_agendamentos_do_tenant(cliente: Client) -> None:
         ({"destinatarios": ["a" * 246 + "@rede.com"]}, "destinatarios"),
         ({"destinatarios": [f"p{n}@rede.com" for n in range(21)]}, "destinatarios"),
         ({"fuso": "UTC", "ativo": False}, "ativo"),
+        ({"pular": "sempre"}, "pular"),
+        ({"pular": ["vazio"]}, "pular"),
     ],
 )
 def test_agendamento_invalido_e_400_que_nomeia_o_campo(
@@ -203,6 +205,21 @@ def patch(cliente: Client, caminho: str, corpo: Any) -> Any:
     )
 
 
+def test_pular_na_criacao_e_no_patch(cliente: Client) -> None:
+    criado = post(
+        cliente, "/relatorios/agendamentos", AGENDAMENTO | {"pular": "vazio"}
+    ).json()
+    caminho = f"/relatorios/agendamentos/{criado['id']}"
+
+    alterado = patch(cliente, caminho, {"pular": "vazio_ou_igual"})
+    padrao = post(cliente, "/relatorios/agendamentos", AGENDAMENTO).json()
+
+    assert criado["pular"] == "vazio"
+    assert alterado.status_code == 200
+    assert alterado.json()["pular"] == "vazio_ou_igual"
+    assert padrao["pular"] == "nunca"
+
+
 def test_patch_muda_quem_recebe_e_como_e_so_isso(cliente: Client) -> None:
     criado = post(cliente, "/relatorios/agendamentos", AGENDAMENTO).json()
     caminho = f"/relatorios/agendamentos/{criado['id']}"
@@ -227,6 +244,8 @@ def test_patch_muda_quem_recebe_e_como_e_so_isso(cliente: Client) -> None:
         ({"destinatarios": ["não é e-mail"]}, "destinatarios"),
         ({"destinatarios": None}, "destinatarios"),
         ({"entrega": "pombo"}, "entrega"),
+        ({"pular": "talvez"}, "pular"),
+        ({"pular": None}, "pular"),
         ({"webhooks": [987654]}, "webhooks"),
         ({"destinatarios": ["a@rede.com"], "cron": "0 4 * * *"}, "cron"),
         (["destinatarios"], "corpo"),

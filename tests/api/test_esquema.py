@@ -31,6 +31,8 @@ COLUNAS_EXTRAS = {
     "enfileirado_em",
     "checkpoint",
     "request_id",
+    "antecipado_em",
+    "pedido_em",
 }
 
 

@@ -92,6 +92,7 @@ def test_gerente_cria_um_agendamento_do_seu_tenant(
         ("cron", "*/5 * * * *", "o intervalo mínimo é 15 minutos"),
         ("cron", "0 3 * * " + ",".join(["1"] * 100), "200 caracteres"),
         ("nome", "Fechamento\nmensal", "quebras de linha"),
+        ("pular", "sempre", "Faça uma escolha válida"),
     ],
 )
 def test_erro_aparece_no_seu_campo_e_nada_e_criado(
@@ -104,6 +105,12 @@ def test_erro_aparece_no_seu_campo_e_nada_e_criado(
     bloco = html.split(f'id="campo-{campo}"', 1)[1].split("</div>", 1)[0]
     assert mensagem in bloco
     assert not Agendamento.objects.exists()
+
+
+def test_gerente_escolhe_nao_enviar_relatorio_vazio(cliente: Client) -> None:
+    resposta = cliente.post(f"{PAGINA}novo/", NOVO | {"pular": "vazio"})
+    assert resposta.status_code == 302
+    assert Agendamento.objects.get().pular == "vazio"
 
 
 def test_agendamento_alem_do_limite_do_tenant_e_409_com_o_motivo(

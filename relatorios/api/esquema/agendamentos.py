@@ -24,7 +24,13 @@ from relatorios.api.esquema.comum import (
     limite_do_tenant,
     location,
 )
-from relatorios.models import FormaDeEntrega, Periodo, Recuperacao
+from relatorios.models import (
+    FormaDeEntrega,
+    MotivoDoPulo,
+    Periodo,
+    PularEntrega,
+    Recuperacao,
+)
 from relatorios.models.agendamentos import EstadoOcorrencia
 
 
@@ -82,6 +88,15 @@ class NovoAgendamentoSerializer(serializers.Serializer):
         allow_null=True,
         help_text="Ids de webhooks do tenant que recebem `agendamento.entregue`.",
     )
+    pular = serializers.ChoiceField(
+        choices=PularEntrega.choices,
+        required=False,
+        allow_null=True,
+        help_text="Relatórios prontos que não são enviados: `nunca` (padrão), "
+        "`vazio` (sem linhas), `igual` (o mesmo resultado do último enviado), "
+        "`vazio_ou_igual`. A ocorrência pulada conta como entregue no prazo "
+        "(nenhum alerta) e diz por quê em `pulada_por`.",
+    )
     recuperacao = serializers.ChoiceField(
         choices=Recuperacao.choices,
         required=False,
@@ -107,6 +122,7 @@ class EntregaDoAgendamentoSerializer(serializers.Serializer):
         help_text="Ids de webhooks ativos do tenant; um webhook que sai da lista "
         "deixa de receber, e os links que recebeu deixam de abrir.",
     )
+    pular = serializers.ChoiceField(choices=PularEntrega.choices, required=False)
 
 
 class OcorrenciaSerializer(serializers.Serializer):
@@ -117,6 +133,16 @@ class OcorrenciaSerializer(serializers.Serializer):
     motivo = serializers.CharField(allow_blank=True)
     params = serializers.DictField()
     job_id = serializers.IntegerField(allow_null=True)
+    entregue_em = serializers.DateTimeField(
+        allow_null=True,
+        help_text="Quando o relatório pronto foi entregue (ou pulado); null antes.",
+    )
+    pulada_por = serializers.ChoiceField(
+        choices=MotivoDoPulo.choices,
+        allow_null=True,
+        help_text="Entregue sem enviar nada, e por quê (o `pular` do "
+        "agendamento); null: enviado, ou ainda não entregue.",
+    )
 
 
 class AgendamentoSerializer(serializers.Serializer):
@@ -138,6 +164,7 @@ class AgendamentoSerializer(serializers.Serializer):
     destinatarios = serializers.ListField(child=serializers.CharField())
     entrega = serializers.ChoiceField(choices=FormaDeEntrega.choices)
     webhooks = serializers.ListField(child=serializers.IntegerField())
+    pular = serializers.ChoiceField(choices=PularEntrega.choices)
     recuperacao = serializers.ChoiceField(choices=Recuperacao.choices)
     ativo = serializers.BooleanField()
     proximo_disparo = serializers.DateTimeField(allow_null=True)

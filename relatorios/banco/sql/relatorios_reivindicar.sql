@@ -8,6 +8,11 @@
 --   'sem_vaga'      due, but the tenant is at its running limit: the job
 --                   loses its message (enfileirado_em NULL) and waits for
 --                   the dispatch when a slot frees
+--   'ocioso'        a job computed ahead (`antecipado_em` set, nobody asked
+--                   for it yet: jobs.antecipacao, migration 0032) refused
+--                   because the capacity is not idle (relatorios_ocioso):
+--                   it loses its message as for 'sem_vaga', and the caller
+--                   dispatches its tenant, a person's job first
 --   'nada'          nothing to claim (not pending, not yet due, or a
 --                   second delivery of the same message)
 --
@@ -21,7 +26,8 @@ CREATE OR REPLACE FUNCTION relatorios_reivindicar(
     p_id bigint,
     p_limite bigint,          -- RELATORIOS_MAX_EXECUTANDO_POR_TENANT
     p_trabalhador text,
-    OUT desfecho text,        -- 'reivindicado' | 'sem_vaga' | 'nada'
+    p_max_antecipados bigint, -- RELATORIOS_ANTECIPAR_MAX_EXECUTANDO
+    OUT desfecho text,        -- 'reivindicado' | 'sem_vaga' | 'ocioso' | 'nada'
     OUT o_id bigint,
     OUT o_tentativas integer,
     OUT o_iniciado_em timestamptz,
@@ -34,6 +40,8 @@ CREATE OR REPLACE FUNCTION relatorios_reivindicar(
     OUT o_request_id text,
     OUT o_espera_s double precision -- submit to first start; NULL on a retry
 ) LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    v_antecipado boolean;
 BEGIN
     -- 1. Lock the job's tenant, only if the job is pending at all.
     --    (`COLLATE "C"`: jobs.ciclo.reivindicar says why.)
@@ -63,6 +71,8 @@ BEGIN
        AND (SELECT count(*) FROM relatorio_jobs e
              WHERE e.tenant_id = j.tenant_id AND e.status = 'executando')
            < p_limite
+       AND (j.antecipado_em IS NULL OR j.pedido_em IS NOT NULL
+            OR relatorios_ocioso(j.tenant_id, p_max_antecipados))
     RETURNING j.id, j.tentativas, j.iniciado_em, j.tenant_id, j.tipo,
               j.params, t.fuso_horario, j.checkpoint,
               -- Only a resumed job has any: the chunks done, in order.
@@ -88,11 +98,15 @@ BEGIN
         RETURN;
     END IF;
 
-    -- 3. Due but refused for the limit: the job loses its message and waits
-    --    for the dispatch when a slot frees.
+    -- 3. Due but refused for the limit (or, computed ahead, for capacity
+    --    that is not idle): the job loses its message and waits for the
+    --    dispatch when a slot frees.
     UPDATE relatorio_jobs SET enfileirado_em = NULL
      WHERE id = p_id AND status = 'pendente' COLLATE "C"
-       AND (proxima_tentativa_em IS NULL OR proxima_tentativa_em <= now());
-    desfecho := CASE WHEN FOUND THEN 'sem_vaga' ELSE 'nada' END;
+       AND (proxima_tentativa_em IS NULL OR proxima_tentativa_em <= now())
+    RETURNING antecipado_em IS NOT NULL AND pedido_em IS NULL INTO v_antecipado;
+    desfecho := CASE WHEN NOT FOUND THEN 'nada'
+                     WHEN v_antecipado THEN 'ocioso'
+                     ELSE 'sem_vaga' END;
 END
 $$;

@@ -11,6 +11,13 @@
 --   'criado'  the job was created or restarted (`job`), with its message
 --             when `enfileirado`
 --
+-- `p_antecipado` (jobs.antecipacao, migration 0032): a job computed ahead
+-- of a person's request. It is marked (`antecipado_em`), has no person's
+-- request yet (`pedido_em` NULL) and never gets a message here: it waits,
+-- as a job beyond its tenant's slots does, for `jobs.vagas.despachar`,
+-- which serves a person's job first, and its claim waits for idle
+-- capacity (relatorios_reivindicar).
+--
 -- It is PL/pgSQL and not one statement so that the count taken after the
 -- lock sees what concurrent submits committed meanwhile (migration 0014).
 --
@@ -35,6 +42,7 @@ CREATE OR REPLACE FUNCTION relatorios_submeter(
     p_mensagem text,          -- the signed django-q2 package, written only
                               -- when the tenant has a free slot
     p_request_id text,        -- the request's X-Request-ID, kept with the job
+    p_antecipado boolean,     -- computed ahead, not asked by a person (yet)
     OUT desfecho text,        -- 'lojas' | 'limite' | 'corrida' | 'criado'
     OUT lojas_desconhecidas text[],
     OUT enfileirado boolean,
@@ -68,7 +76,7 @@ BEGIN
            (SELECT count(*) AS executando
               FROM relatorio_jobs
              WHERE tenant_id = p_tenant AND status = 'executando') AS e;
-    enfileirado := v_em_voo < p_max_em_voo;
+    enfileirado := NOT p_antecipado AND v_em_voo < p_max_em_voo;
 
     -- 4. The pending cap. A request that would create or restart the job is
     --    refused before writing anything (the caller raises the 429); one
@@ -89,12 +97,14 @@ BEGIN
     --    for (`j.id = p_id`) may.
     INSERT INTO relatorio_jobs AS j
            (id, chave, tenant_id, tipo, params, status, solicitado_por_id,
-            enfileirado_em, request_id)
+            enfileirado_em, request_id, antecipado_em, pedido_em)
     -- The id column is GENERATED ALWAYS (the seed's schema); p_id came from
     -- its own sequence (jobs.pedidos._ler_por_chave).
     OVERRIDING SYSTEM VALUE
     VALUES (p_id, p_chave, p_tenant, p_tipo, p_params, 'pendente', p_usuario,
-            CASE WHEN enfileirado THEN now() END, p_request_id)
+            CASE WHEN enfileirado THEN now() END, p_request_id,
+            CASE WHEN p_antecipado THEN now() END,
+            CASE WHEN p_antecipado THEN NULL ELSE now() END)
     ON CONFLICT (chave) DO UPDATE
        SET status = 'pendente', tentativas = 0, erro = NULL, erro_detalhe = NULL,
            resultado = NULL, checkpoint = NULL, criado_em = now(),
@@ -102,7 +112,9 @@ BEGIN
            expira_em = NULL, progresso = 0, proxima_tentativa_em = NULL,
            solicitado_por_id = EXCLUDED.solicitado_por_id,
            enfileirado_em = EXCLUDED.enfileirado_em,
-           request_id = EXCLUDED.request_id
+           request_id = EXCLUDED.request_id,
+           antecipado_em = EXCLUDED.antecipado_em,
+           pedido_em = EXCLUDED.pedido_em
      WHERE j.id = p_id
        AND (j.status = 'falhou' OR (j.status = 'pronto' AND j.expira_em < now()))
     RETURNING j.* INTO job;

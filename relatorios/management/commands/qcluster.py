@@ -16,6 +16,9 @@ routines run, and the cluster's metrics server.
   unfired) every RELATORIOS_AGENDADOR_S; the notification outbox's sweep
   (`saida.varrer`); the retention of old jobs and events every
   RELATORIOS_EXPURGO_S;
+- computing ahead (`antecipacao.antecipar`) every RELATORIOS_ANTECIPAR_S
+  when RELATORIOS_ANTECIPAR is on: each report is submitted once however
+  many clusters run it (the submit's dedup by chave);
 - metrics: with RELATORIOS_METRICAS_PORTA, the cluster serves its own
   (every process's counters plus the database gauges,
   relatorios/operacao/exposicao.py) from a thread, for hosts without a web
@@ -37,7 +40,7 @@ from relatorios.agendamentos import alertas, disparo
 from relatorios.eventos import leitura
 from relatorios.fila import clusters, supervisor
 from relatorios.fila.supervisor import Rotina, Servidor, Supervisor
-from relatorios.jobs import retencao, varredura
+from relatorios.jobs import antecipacao, retencao, varredura
 from relatorios.notificacoes import saida
 from relatorios.operacao import exposicao
 
@@ -67,6 +70,10 @@ def rotinas(s: Supervisor) -> list[Rotina]:
         # keeps failing as a silent one.
         clusters.marcar_verificador(cluster_id=s.cluster_id)
 
+    antecipar: list[Rotina] = []
+    if settings.RELATORIOS_ANTECIPAR:
+        a_cada = settings.RELATORIOS_ANTECIPAR_S
+        antecipar.append(Rotina("antecipação", a_cada, antecipacao.antecipar))
     return [
         Rotina("clusters mortos", intervalo, clusters.declarar_mortos),
         Rotina("varredura", intervalo, varredura.varrer),
@@ -76,6 +83,7 @@ def rotinas(s: Supervisor) -> list[Rotina]:
         Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
         Rotina("eventos", settings.RELATORIOS_EXPURGO_S, leitura.expurgar),
         Rotina("métricas", intervalo, exposicao.esquecer_processos_mortos),
+        *antecipar,
     ]
 
 
