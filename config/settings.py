@@ -214,7 +214,7 @@ if RELATORIOS_REPLICA_URL:
 # (config/servidor.py). psycopg prepares a statement once it has run
 # DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips
 # parsing and planning it; this needs server-side binding (Django's default
-# client-side cursors never prepare). Measured (docs/benchmarks.md, B1): a
+# client-side cursors never prepare). Measured (docs/historico/benchmarks.md, B1): a
 # third to a half less PostgreSQL CPU per submit and status request. Not
 # everywhere, because server-side binding and plan caching hurt the other
 # processes' big statements: gerar_dados's bulk INSERT ... SELECT took 65 s

@@ -223,7 +223,7 @@ def submeter(tenant: Tenant, tipo: str = "vendas", **params: Any) -> int:
 
 def test_job_pequeno_custa_tres_idas_ao_banco_no_worker(tenant: Tenant) -> None:
     """The claim, the one chunk (its limits and statement), the finish: the
-    three B3 traces (docs/benchmarks.md)."""
+    three B3 traces (docs/historico/benchmarks.md)."""
     com_uma_venda(tenant)
     aquecimento, job_id = submeter(tenant), submeter(tenant, agrupar="mes")
     tasks.executar_relatorio(aquecimento)  # connection and prepared statement
