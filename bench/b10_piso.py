@@ -189,7 +189,7 @@ def _filho(n: int) -> None:
     from django.conf import settings
     from django.urls import path
 
-    from bench.b2_consultas import _chamar
+    from bench.chamada import chamar
     from relatorios.api.cadeia import HandlerWsgi, sinais_do_servidor
     from relatorios.models import RelatorioJob
 
@@ -197,7 +197,7 @@ def _filho(n: int) -> None:
     nosso = HandlerWsgi()
     sinais_do_servidor()  # as config/wsgi.py
     filtro = {"inicio": "2034-01-01", "fim": "2034-01-31", "agrupar": "dia"}
-    _chamar(nosso, "POST", "/relatorios/vendas", token, filtro)
+    chamar(nosso, "POST", "/relatorios/vendas", token, filtro)
     job = RelatorioJob.objects.order_by("-id").only("id", "tenant_id").first()
     assert job is not None
     # Run as __main__: the URLconf Django imports is the module by name.
@@ -221,16 +221,14 @@ def _filho(n: int) -> None:
         _handler(settings.MIDDLEWARE),
     )
     funcao = f"/piso/jobs/{job.id}"
-    camadas["wsgi+psycopg"] = lambda: _chamar(bruto, "GET", funcao, token, None)
-    camadas["django, no middleware"] = lambda: _chamar(
-        vazio, "GET", funcao, token, None
-    )
-    camadas["+ API chain"] = lambda: _chamar(api, "GET", funcao, token, None)
-    camadas["+ full chain"] = lambda: _chamar(completo, "GET", funcao, token, None)
+    camadas["wsgi+psycopg"] = lambda: chamar(bruto, "GET", funcao, token, None)
+    camadas["django, no middleware"] = lambda: chamar(vazio, "GET", funcao, token, None)
+    camadas["+ API chain"] = lambda: chamar(api, "GET", funcao, token, None)
+    camadas["+ full chain"] = lambda: chamar(completo, "GET", funcao, token, None)
     drf = f"/piso/drf/jobs/{job.id}"
-    camadas["minimal DRF"] = lambda: _chamar(vazio, "GET", drf, token, None)
+    camadas["minimal DRF"] = lambda: chamar(vazio, "GET", drf, token, None)
     real = f"/relatorios/jobs/{job.id}"
-    camadas["ours"] = lambda: _chamar(nosso, "GET", real, token, None)
+    camadas["ours"] = lambda: chamar(nosso, "GET", real, token, None)
 
     for nome, fazer in camadas.items():
         for _ in range(100):

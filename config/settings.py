@@ -171,7 +171,7 @@ DATABASES = {
 DATABASES["default"]["ENGINE"] = "relatorios.banco"
 
 # A PostgreSQL streaming replica of the primary, for the reports' own SQL
-# (relatorios/banco/replica.py; docs/operacao.md, "A read replica"). Unset:
+# (relatorios/banco/replica.py; docs/implantacao.md, "A read replica"). Unset:
 # everything runs on the one database. Job state, the queue, heartbeats and
 # results always stay on the primary.
 RELATORIOS_REPLICA_URL = env_str("RELATORIOS_REPLICA_URL", "")
@@ -341,7 +341,7 @@ for _rede in RELATORIOS_PROXIES_CONFIAVEIS:
 if env_int("RELATORIOS_PROXIES_A_FRENTE", 0):
     raise ImproperlyConfigured(
         "RELATORIOS_PROXIES_A_FRENTE is gone: list the proxies' networks in "
-        "RELATORIOS_PROXIES_CONFIAVEIS instead (docs/operacao.md)"
+        "RELATORIOS_PROXIES_CONFIAVEIS instead (docs/implantacao.md)"
     )
 
 # --- Login lockout (django-axes) ------------------------------------------------

@@ -90,7 +90,7 @@ def verificar_email(**kwargs: Any) -> list[checks.CheckMessage]:
             "EMAIL_BACKEND is the console backend: every email, its body "
             "included, would be written to this process's output, beside the logs",
             hint="set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend "
-            "and EMAIL_HOST (docs/operacao.md, deploy checklist)",
+            "and EMAIL_HOST (docs/implantacao.md, deploy checklist)",
             id="relatorios.W001",
         )
     ]

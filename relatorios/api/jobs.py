@@ -1,4 +1,4 @@
-"""The report API: a thin layer over `services` and `consultas`."""
+"""The report API: a thin layer over `pedidos` and `consultas`."""
 
 from __future__ import annotations
 

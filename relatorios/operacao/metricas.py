@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
@@ -46,9 +46,7 @@ from prometheus_client.registry import Collector
 
 from relatorios import tipos
 from relatorios.banco import replica
-
-if TYPE_CHECKING:
-    from relatorios.fila.clusters import ReplicaVista
+from relatorios.fila import clusters
 
 logger = logging.getLogger(__name__)
 
@@ -346,9 +344,6 @@ class EstadoDoBanco(Collector):
             )
             cursor.execute(_SQL_ENTREGAS)
             entregas_pendentes, entrega_mais_antiga = cursor.fetchone()
-        # Imported here: clusters imports services, which counts through here.
-        from relatorios.fila import clusters
-
         saude = clusters.saude()
 
         jobs = GaugeMetricFamily(
@@ -440,7 +435,7 @@ class EstadoDoBanco(Collector):
             yield from _replica(clusters.replica_vista())
 
 
-def _replica(vista: ReplicaVista | None) -> Iterator[Metric]:
+def _replica(vista: clusters.ReplicaVista | None) -> Iterator[Metric]:
     """The replica's gauges, when one is configured (RELATORIOS_REPLICA_URL):
     as a cluster last saw it (`clusters.replica_vista`), never asked here."""
     yield _gauge(
