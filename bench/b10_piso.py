@@ -8,7 +8,9 @@ is read, in-process (no HTTP server), at six layers:
    prepared statement, json.dumps;
 2. `django, no middleware`: Django's WSGI handler with `MIDDLEWARE = []`
    and a function view running the same SQL through Django's connection;
-3. `+ API chain`: the same view behind `MIDDLEWARE_DA_API`;
+3. `+ API chain`: the same view behind the API's chain (config.wsgi's
+   handler, a token call under /relatorios/: `MIDDLEWARE` without the
+   browser's middlewares);
 4. `+ full chain`: the same view behind the whole `MIDDLEWARE`;
 5. `minimal DRF`: an `APIView` with only DRF's JSON renderer and parser, the
    project's cached token authentication, no throttles, no middleware;
@@ -153,6 +155,19 @@ def _handler(middleware: list[str]) -> Any:
     return Handler()
 
 
+def _handler_da_api() -> Any:
+    """config.wsgi's handler with this module's URLconf: a token call under
+    /relatorios/ takes the API's chain."""
+    from relatorios.api.cadeia import HandlerWsgi
+
+    class Handler(HandlerWsgi):
+        def get_response(self, request: Any) -> Any:
+            request.urlconf = URLCONF
+            return super().get_response(request)
+
+    return Handler()
+
+
 class _Corpo(list[bytes]):
     """A WSGI body with the close() a server calls."""
 
@@ -208,6 +223,7 @@ def _filho(n: int) -> None:
     modulo._estado["tenant_id"] = job.tenant_id
     modulo.urlpatterns[:] = [
         path("piso/jobs/<int:job_id>", modulo._funcao),
+        path("relatorios/piso/jobs/<int:job_id>", modulo._funcao),
         path("piso/drf/jobs/<int:job_id>", _vista_drf()),
     ]
 
@@ -217,13 +233,14 @@ def _filho(n: int) -> None:
     camadas: dict[str, Callable[[], int]] = {}
     vazio, api, completo = (
         _handler([]),
-        _handler(settings.MIDDLEWARE_DA_API),
+        _handler_da_api(),
         _handler(settings.MIDDLEWARE),
     )
     funcao = f"/piso/jobs/{job.id}"
     camadas["wsgi+psycopg"] = lambda: chamar(bruto, "GET", funcao, token, None)
     camadas["django, no middleware"] = lambda: chamar(vazio, "GET", funcao, token, None)
-    camadas["+ API chain"] = lambda: chamar(api, "GET", funcao, token, None)
+    na_api = f"/relatorios/piso/jobs/{job.id}"
+    camadas["+ API chain"] = lambda: chamar(api, "GET", na_api, token, None)
     camadas["+ full chain"] = lambda: chamar(completo, "GET", funcao, token, None)
     drf = f"/piso/drf/jobs/{job.id}"
     camadas["minimal DRF"] = lambda: chamar(vazio, "GET", drf, token, None)
