@@ -29,9 +29,7 @@ from relatorios.api.serializers import (
 from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, pedidos
 from relatorios.models import EstadoDoJob, RelatorioJob
-from relatorios.models.jobs import ATIVOS
 from relatorios.notificacoes import arquivos
-from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.operacao.downloads import resposta_de_download
 
 # Seed 000: a client polling a pending job should come back in two seconds.
@@ -57,17 +55,17 @@ class SubmeterRelatorio(SoUsuarioDeTenant, ContaNaConsulta, APIView):
     schema = esquema.EsquemaDoSubmeter()
 
     def post(self, request: Request, tipo: str) -> Response:
-        params_brutos, email = _separar_notificacao(request)
+        params_brutos, notificar = _separar_notificacao(request.data)
         submissao = pedidos.submeter(
             tenant_id=tenant_do_pedido(request),
             tipo=tipo,
             params_brutos=params_brutos,
             usuario_id=request.user.pk,
             contagem=contagem_do_pedido(request),
+            notificar=notificar,
+            email_do_usuario=getattr(request.user, "email", None),
         )
         job = submissao.job
-        if email is not None and job.status in ATIVOS:
-            inscrever(job_id=job.id, email=email)
         cabecalhos = {"Location": local_do_job(job.id)}
         if job.status == EstadoDoJob.PRONTO:
             return Response(corpo_pronto(job), headers=cabecalhos)
@@ -79,19 +77,13 @@ class SubmeterRelatorio(SoUsuarioDeTenant, ContaNaConsulta, APIView):
         )
 
 
-def _separar_notificacao(request: Request) -> tuple[Any, str | None]:
+def _separar_notificacao(dados: Any) -> tuple[Any, Any]:
     """`notificar_email` is about the requester, not the report: taken out
     before normalization, so it is neither a parameter nor part of the chave."""
-    dados = request.data
     if not isinstance(dados, Mapping) or "notificar_email" not in dados:
-        return dados, None
+        return dados, False
     params = {c: v for c, v in dados.items() if c != "notificar_email"}
-    email = email_para_notificar(
-        valor=dados["notificar_email"],
-        email_do_usuario=getattr(request.user, "email", None),
-        tenant_id=tenant_do_pedido(request),
-    )
-    return params, email
+    return params, dados["notificar_email"]
 
 
 # The token first: its WWW-Authenticate header is the one a 401 carries. The

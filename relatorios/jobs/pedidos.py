@@ -24,6 +24,8 @@ from relatorios.jobs.consultas import (
     ler_contando,
 )
 from relatorios.jobs.vagas import timeout_da_tarefa
+from relatorios.models.jobs import ATIVOS
+from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.operacao import logs, metricas
 from relatorios.tipos import normalizacao
 
@@ -58,6 +60,8 @@ def submeter(
     usuario_id: int | None,
     request_id: str | None = None,
     contagem: Contagem | None = None,
+    notificar: Any = False,
+    email_do_usuario: str | None = None,
 ) -> Submissao:
     """Accept a report request (see `_submeter`), counting its outcome.
 
@@ -65,7 +69,13 @@ def submeter(
     stored with a job this request creates or restarts. `contagem`: the API
     limit's count, carried by the read by chave (relatorios/api/limites.py);
     over the limit, its 429 is raised before anything is written.
+    `notificar`: the request's `notificar_email` (true: one email to
+    `email_do_usuario` when the job ends), checked before anything is written
+    (ErroDeParametro naming it); a job already finished sends none.
     """
+    email = email_para_notificar(
+        valor=notificar, email_do_usuario=email_do_usuario, tenant_id=tenant_id
+    )
     try:
         submissao = _submeter(
             tenant_id=tenant_id,
@@ -83,6 +93,8 @@ def submeter(
     else:
         desfecho = "reiniciado" if submissao.reiniciado else "novo"
     metricas.submissao(tipo=tipo, desfecho=desfecho)
+    if email is not None and submissao.job.status in ATIVOS:
+        inscrever(job_id=submissao.job.id, email=email)
     return submissao
 
 
