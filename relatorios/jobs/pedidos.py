@@ -28,6 +28,7 @@ from relatorios.models.jobs import ATIVOS
 from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.operacao import logs, metricas
 from relatorios.tipos import normalizacao
+from relatorios.tipos.base import TipoRelatorio
 
 logger = logging.getLogger(__name__)
 
@@ -128,7 +129,7 @@ def _submeter(
 
     A new submit is two round trips (read, function), a hit one.
     """
-    tipo_relatorio = tipos.obter(tipo)
+    tipo_relatorio = tipos.obter(tipo)  # once: the message's timeout is its too
     params = tipo_relatorio.normalizar(params_brutos)
     chave = normalizacao.chave(tenant_id, tipo, params)
     for _ in range(3):
@@ -162,6 +163,7 @@ def _submeter(
             params=params,
             usuario_id=usuario_id,
             request_id=request_id,
+            tipo_relatorio=tipo_relatorio,
         )
         if gravado is not None:
             novo, enfileirado = gravado
@@ -229,6 +231,7 @@ def _gravar_pedido(
     params: dict[str, Any],
     usuario_id: int | None,
     request_id: str | None,
+    tipo_relatorio: TipoRelatorio,
 ) -> tuple[JobEstado, bool] | None:
     """Steps 3-4 of `submeter`: (the job, whether it got its message), or None
     when another request's row stands in the way (read again).
@@ -241,7 +244,7 @@ def _gravar_pedido(
         mensagens.TAREFA_RELATORIO,
         job_id,
         nome=f"relatorio-{job_id}",
-        timeout=timeout_da_tarefa(tipo),
+        timeout=timeout_da_tarefa(tipo_relatorio),
     )
     with connection.cursor() as cursor:
         cursor.execute(

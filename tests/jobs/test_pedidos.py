@@ -12,6 +12,7 @@ from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
+from relatorios import tipos
 from relatorios.fila.mensagens import TAREFA_RELATORIO
 from relatorios.jobs import pedidos, vagas
 from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
@@ -220,7 +221,7 @@ def test_mensagem_do_submit_e_a_do_async_task(tenant: Tenant) -> None:
         TAREFA_RELATORIO,
         submissao.job.id,
         task_name=f"relatorio-{submissao.job.id}",
-        q_options={"timeout": vagas.timeout_da_tarefa("vendas")},
+        q_options={"timeout": vagas.timeout_da_tarefa(tipos.obter("vendas"))},
     )
     referencia = OrmQ.objects.exclude(pk=escrita.pk).get()
     nossa, deles = escrita.task, referencia.task
