@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpResponseBase
 from rest_framework import exceptions, status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import BaseParser
-from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from relatorios.agendamentos import aberturas
-from relatorios.api import esquema
+from relatorios.api import esquema, negociacao
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.limites import ContaNaConsulta, contagem_do_pedido
 from relatorios.api.permissoes import SoUsuarioDeTenant, tenant_do_pedido
@@ -113,30 +110,11 @@ class ResultadoIndisponivel(exceptions.APIException):
     default_detail = "o relatório não está pronto"
 
 
-class SemNegociacao(BaseContentNegotiation):
-    """The CSV view answers CSV or a JSON error whatever `Accept` says: a
-    client asking for text/csv must get the 404's body, not a 406."""
-
-    def select_renderer(
-        self,
-        request: Request,
-        renderers: Iterable[BaseRenderer],
-        format_suffix: str | None = None,
-    ) -> tuple[BaseRenderer, str]:
-        primeiro = next(iter(renderers))
-        return primeiro, primeiro.media_type
-
-    def select_parser(
-        self, request: Request, parsers: Iterable[BaseParser]
-    ) -> BaseParser | None:
-        return next(iter(parsers), None)
-
-
 class _ArquivoDoResultado(APIView):
     """A `pronto` job's result as a file: tenant-scoped, 409 until `pronto`."""
 
     authentication_classes = TOKEN_OU_SESSAO
-    content_negotiation_class = SemNegociacao
+    content_negotiation_class = negociacao.SemNegociacao
 
     def arquivo(self, request: Request, job_id: int) -> RelatorioJob:
         job = consultas.job_do_tenant(
