@@ -301,25 +301,24 @@ def inscritos(job_id: int) -> list[str]:
         return [linha[0] for linha in cursor.fetchall()]
 
 
+def notificando(
+    tenant: Tenant, notificar: Any = True, email: str | None = "gerente@example.com"
+) -> Any:
+    return pedidos.submeter(
+        tenant_id=tenant.pk,
+        tipo="vendas",
+        params_brutos=PEDIDO,
+        usuario_id=None,
+        notificar=notificar,
+        email_do_usuario=email,
+    )
+
+
 def test_submeter_com_notificar_inscreve_o_email_do_usuario_uma_vez(
     tenant: Tenant,
 ) -> None:
-    primeiro = pedidos.submeter(
-        tenant_id=tenant.pk,
-        tipo="vendas",
-        params_brutos=PEDIDO,
-        usuario_id=None,
-        notificar=True,
-        email_do_usuario="gerente@example.com",
-    )
-    repetido = pedidos.submeter(
-        tenant_id=tenant.pk,
-        tipo="vendas",
-        params_brutos=PEDIDO,
-        usuario_id=None,
-        notificar=True,
-        email_do_usuario="gerente@example.com",
-    )
+    primeiro = notificando(tenant)
+    repetido = notificando(tenant)
 
     assert repetido.job.id == primeiro.job.id
     assert inscritos(primeiro.job.id) == ["gerente@example.com"]
@@ -334,14 +333,7 @@ def test_submeter_de_um_job_pronto_nao_inscreve(tenant: Tenant) -> None:
         expira_em=timezone.now() + timedelta(hours=1),
     )
 
-    de_novo = pedidos.submeter(
-        tenant_id=tenant.pk,
-        tipo="vendas",
-        params_brutos=PEDIDO,
-        usuario_id=None,
-        notificar=True,
-        email_do_usuario="gerente@example.com",
-    )
+    de_novo = notificando(tenant)
 
     assert de_novo.job.id == job.id
     assert inscritos(job.id) == []
@@ -355,14 +347,7 @@ def test_submeter_com_notificar_invalido_nao_grava_nada(
     tenant: Tenant, notificar: Any, email: str | None
 ) -> None:
     with pytest.raises(ErroDeParametro) as erro:
-        pedidos.submeter(
-            tenant_id=tenant.pk,
-            tipo="vendas",
-            params_brutos=PEDIDO,
-            usuario_id=None,
-            notificar=notificar,
-            email_do_usuario=email,
-        )
+        notificando(tenant, notificar, email)
 
     assert erro.value.campo == "notificar_email"
     assert not RelatorioJob.objects.filter(tenant=tenant).exists()
