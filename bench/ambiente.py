@@ -121,7 +121,7 @@ def iniciar_web(
     through the production launcher: its watchdog and access-log path are
     part of every figure (a run shorter than WEB_WORKER_LIFETIME_S replaces
     no worker). (gunicorn, the server before, was measured against it in
-    docs/benchmarks.md and removed.)
+    docs/historico/benchmarks.md and removed.)
     """
     porta = porta_livre()
     # The web refuses to start without the collected static files

@@ -8,7 +8,9 @@ is read, in-process (no HTTP server), at six layers:
    prepared statement, json.dumps;
 2. `django, no middleware`: Django's WSGI handler with `MIDDLEWARE = []`
    and a function view running the same SQL through Django's connection;
-3. `+ API chain`: the same view behind `MIDDLEWARE_DA_API`;
+3. `+ API chain`: the same view behind the API's chain (config.wsgi's
+   handler, a token call under /relatorios/: `MIDDLEWARE` without the
+   browser's middlewares);
 4. `+ full chain`: the same view behind the whole `MIDDLEWARE`;
 5. `minimal DRF`: an `APIView` with only DRF's JSON renderer and parser, the
    project's cached token authentication, no throttles, no middleware;
@@ -153,6 +155,19 @@ def _handler(middleware: list[str]) -> Any:
     return Handler()
 
 
+def _handler_da_api() -> Any:
+    """config.wsgi's handler with this module's URLconf: a token call under
+    /relatorios/ takes the API's chain."""
+    from relatorios.api.cadeia import HandlerWsgi
+
+    class Handler(HandlerWsgi):
+        def get_response(self, request: Any) -> Any:
+            request.urlconf = URLCONF
+            return super().get_response(request)
+
+    return Handler()
+
+
 class _Corpo(list[bytes]):
     """A WSGI body with the close() a server calls."""
 
@@ -189,7 +204,7 @@ def _filho(n: int) -> None:
     from django.conf import settings
     from django.urls import path
 
-    from bench.b2_consultas import _chamar
+    from bench.chamada import chamar
     from relatorios.api.cadeia import HandlerWsgi, sinais_do_servidor
     from relatorios.models import RelatorioJob
 
@@ -197,7 +212,7 @@ def _filho(n: int) -> None:
     nosso = HandlerWsgi()
     sinais_do_servidor()  # as config/wsgi.py
     filtro = {"inicio": "2034-01-01", "fim": "2034-01-31", "agrupar": "dia"}
-    _chamar(nosso, "POST", "/relatorios/vendas", token, filtro)
+    chamar(nosso, "POST", "/relatorios/vendas", token, filtro)
     job = RelatorioJob.objects.order_by("-id").only("id", "tenant_id").first()
     assert job is not None
     # Run as __main__: the URLconf Django imports is the module by name.
@@ -208,6 +223,7 @@ def _filho(n: int) -> None:
     modulo._estado["tenant_id"] = job.tenant_id
     modulo.urlpatterns[:] = [
         path("piso/jobs/<int:job_id>", modulo._funcao),
+        path("relatorios/piso/jobs/<int:job_id>", modulo._funcao),
         path("piso/drf/jobs/<int:job_id>", _vista_drf()),
     ]
 
@@ -217,20 +233,19 @@ def _filho(n: int) -> None:
     camadas: dict[str, Callable[[], int]] = {}
     vazio, api, completo = (
         _handler([]),
-        _handler(settings.MIDDLEWARE_DA_API),
+        _handler_da_api(),
         _handler(settings.MIDDLEWARE),
     )
     funcao = f"/piso/jobs/{job.id}"
-    camadas["wsgi+psycopg"] = lambda: _chamar(bruto, "GET", funcao, token, None)
-    camadas["django, no middleware"] = lambda: _chamar(
-        vazio, "GET", funcao, token, None
-    )
-    camadas["+ API chain"] = lambda: _chamar(api, "GET", funcao, token, None)
-    camadas["+ full chain"] = lambda: _chamar(completo, "GET", funcao, token, None)
+    camadas["wsgi+psycopg"] = lambda: chamar(bruto, "GET", funcao, token, None)
+    camadas["django, no middleware"] = lambda: chamar(vazio, "GET", funcao, token, None)
+    na_api = f"/relatorios/piso/jobs/{job.id}"
+    camadas["+ API chain"] = lambda: chamar(api, "GET", na_api, token, None)
+    camadas["+ full chain"] = lambda: chamar(completo, "GET", funcao, token, None)
     drf = f"/piso/drf/jobs/{job.id}"
-    camadas["minimal DRF"] = lambda: _chamar(vazio, "GET", drf, token, None)
+    camadas["minimal DRF"] = lambda: chamar(vazio, "GET", drf, token, None)
     real = f"/relatorios/jobs/{job.id}"
-    camadas["ours"] = lambda: _chamar(nosso, "GET", real, token, None)
+    camadas["ours"] = lambda: chamar(nosso, "GET", real, token, None)
 
     for nome, fazer in camadas.items():
         for _ in range(100):

@@ -12,10 +12,7 @@ COMMIT and savepoints included.
 from __future__ import annotations
 
 import functools
-import io
-import json
 import re
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -23,6 +20,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+from bench.chamada import chamar
 from bench.contexto import Contexto, linha, nota
 
 # Where a statement belongs, first match wins.
@@ -71,7 +69,7 @@ def executar(ctx: Contexto) -> None:
     ) -> Medida:
         if rastrear:
             return _medir(app, metodo, caminho, tenant.token, corpo)
-        status = _chamar(app, metodo, caminho, tenant.token, corpo)
+        status = chamar(app, metodo, caminho, tenant.token, corpo)
         return Medida(status=status, voltas=0, sentencas=[])
 
     # Instructions per request first, in a child under callgrind with its own
@@ -192,7 +190,7 @@ def _ultimo_id() -> int:
 def _medir(
     app: Any, metodo: str, caminho: str, token: str, corpo: dict[str, Any] | None
 ) -> Medida:
-    return rastrear(lambda: _chamar(app, metodo, caminho, token, corpo))
+    return rastrear(lambda: chamar(app, metodo, caminho, token, corpo))
 
 
 def rastrear(fazer: Callable[[], int]) -> Medida:
@@ -256,40 +254,3 @@ def _registros(texto: str) -> list[str]:
         else:
             registros[-1] += "\n" + trecho
     return registros
-
-
-def _chamar(
-    app: Any, metodo: str, caminho: str, token: str, corpo: dict[str, Any] | None
-) -> int:
-    dados = json.dumps(corpo).encode() if corpo is not None else b""
-    environ: dict[str, Any] = {
-        "REQUEST_METHOD": metodo,
-        "PATH_INFO": caminho,
-        "QUERY_STRING": "",
-        "SERVER_NAME": "127.0.0.1",
-        "SERVER_PORT": "8000",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "HTTP_HOST": "127.0.0.1",
-        "HTTP_AUTHORIZATION": f"Token {token}",
-        "CONTENT_LENGTH": str(len(dados)),
-        "wsgi.version": (1, 0),
-        "wsgi.url_scheme": "http",
-        "wsgi.input": io.BytesIO(dados),
-        "wsgi.errors": sys.stderr,
-        "wsgi.multithread": True,
-        "wsgi.multiprocess": True,
-        "wsgi.run_once": False,
-    }
-    if corpo is not None:
-        environ["CONTENT_TYPE"] = "application/json"
-    recebido: list[str] = []
-
-    def start_response(status: str, headers: Any, exc_info: Any = None) -> None:
-        recebido.append(status)
-
-    resposta = app(environ, start_response)
-    try:
-        b"".join(resposta)
-    finally:
-        resposta.close()  # request_finished, as the web server does
-    return int(recebido[0].split()[0])

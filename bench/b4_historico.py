@@ -165,7 +165,7 @@ def _medir(
     # with the running limit lifted a tenant's running set grew by n per
     # round: the claim's and the submit's per-tenant count walked 3,900 rows
     # in the 10M rounds against 0-1,800 in the empty ones, which doubled
-    # their "10M" times; auto_explain, docs/benchmarks.md), and the partial
+    # their "10M" times; auto_explain, docs/historico/benchmarks.md), and the partial
     # indexes without the dead entries those rounds left.
     with connection.cursor() as cursor:
         cursor.execute(SQL_ENCERRAR_RESTOS)

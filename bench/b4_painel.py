@@ -67,7 +67,7 @@ SELECT id, tenant_id, 'o prazo venceu com o relatório ainda na fila', prazo_em,
  WHERE id % 20 = 0
 """
 
-# The dashboard's own indexes (migration 0020), and the table of each.
+# The dashboard's own indexes (migration 0026), and the table of each.
 INDICES_DO_PAINEL = {
     "relatorio_jobs_concluidos": "relatorio_jobs",
     "relatorio_tentativas_inicio": "relatorio_tentativas",

@@ -25,7 +25,7 @@ state changes; the same watchers polling every 2 s, in the same run.
    new job and a worker's claim (B4's in-process measurement: the best of
    three rounds, synchronous_commit off) with the events' triggers, then with
    them disabled; and new submits from 4 threads at once for 5 s each way,
-   synchronous_commit on (until migration 0028 the publishing's lock and
+   synchronous_commit on (until migration 0030 the publishing's lock and
    NOTIFY made commits wait for each other: concurrency is where that shows).
 
 QUICK: 500 streams, 100 changes.

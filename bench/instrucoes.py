@@ -90,7 +90,7 @@ def _filho(n: int, aquecimento: int, casos: list[str]) -> None:
     import django
 
     django.setup()
-    from bench.b2_consultas import _chamar
+    from bench.chamada import chamar
     from relatorios.api.cadeia import HandlerWsgi, sinais_do_servidor
 
     token = os.environ["BENCH_INSTRUCOES_TOKEN"]
@@ -105,18 +105,16 @@ def _filho(n: int, aquecimento: int, casos: list[str]) -> None:
             "fim": (inicio + timedelta(days=20)).isoformat(),
             "agrupar": "mes",
         }
-        return _chamar(app, "POST", "/relatorios/vendas", token, corpo)
+        return chamar(app, "POST", "/relatorios/vendas", token, corpo)
 
     # A job of this tenant to read, and the filter a dedup hit repeats.
-    _chamar(app, "POST", "/relatorios/vendas", token, _FILTRO)
+    chamar(app, "POST", "/relatorios/vendas", token, _FILTRO)
     from relatorios.models import RelatorioJob
 
     job_id = RelatorioJob.objects.order_by("-id").only("id").first().id  # type: ignore[union-attr]
     fazer: dict[str, Callable[[], int]] = {
-        "status": lambda: _chamar(
-            app, "GET", f"/relatorios/jobs/{job_id}", token, None
-        ),
-        "dedup": lambda: _chamar(app, "POST", "/relatorios/vendas", token, _FILTRO),
+        "status": lambda: chamar(app, "GET", f"/relatorios/jobs/{job_id}", token, None),
+        "dedup": lambda: chamar(app, "POST", "/relatorios/vendas", token, _FILTRO),
         "novo": novo,
     }
     esperado = {"status": 200, "dedup": 202, "novo": 202}

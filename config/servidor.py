@@ -3,7 +3,7 @@
 `python -m config.servidor` (Procfile, `make run`, the tests, the bench).
 
 granian keeps connections alive and parses HTTP in Rust: measured at 15-35%
-less CPU per request than gunicorn's sync workers (docs/benchmarks.md, "The
+less CPU per request than gunicorn's sync workers (docs/historico/benchmarks.md, "The
 production server"). Its own options do the process management: worker
 processes with threads, a respawn of a worker that dies, the graceful
 replacement of workers by age (`workers_lifetime`) or memory
@@ -60,7 +60,7 @@ VIDA_PADRAO_S = 3600
 # granian stops the old worker this long after starting its successor,
 # without waiting for it to be ready: Django's import took 1-2 s on a busy
 # host, and two workers replaced back to back sooner than that left no
-# listener (refused connections, docs/benchmarks.md).
+# listener (refused connections, docs/historico/benchmarks.md).
 INTERVALO_PADRAO_S = 5.0
 
 # Settings of the launcher before granian's lifetime: ignored, with a warning.
@@ -84,7 +84,7 @@ def workers_padrao() -> int:
     socket and the kernel spreads connections by hash: with one worker per
     CPU, keep-alive clients often piled on one worker, GIL-bound at a full
     core while the other idled (B1, 2 CPUs: 3x2 served 8-34% more than 2x2
-    on every scenario, docs/benchmarks.md)."""
+    on every scenario, docs/historico/benchmarks.md)."""
     return len(os.sched_getaffinity(0)) + 1
 
 
@@ -159,7 +159,7 @@ def congelar_o_carregado() -> None:
     DRF, the models, the URLconf), and every full collection walked them
     all: 50-70 ms with the GIL held on an idle machine, up to 157 ms under
     B1's load, once every ~20 s per worker, and every request of that worker
-    waited (B1's p99 was 2-5x the peer's; docs/benchmarks.md). Frozen, a
+    waited (B1's p99 was 2-5x the peer's; docs/historico/benchmarks.md). Frozen, a
     full collection walks only what requests left behind (~3 ms).
 
     The URLconf (and with it every view, serializer and DRF class) is

@@ -98,6 +98,10 @@ INSTALLED_APPS = [
     "django_q",
 ]
 
+# One list. The browser's middlewares are named through relatorios/api/cadeia.py,
+# where each is the real one stepping aside for an API call that authenticates
+# by token (DRF decides those by the token alone): a new middleware runs for
+# every request unless it is named there too.
 MIDDLEWARE = [
     # django-prometheus' responses by status and view, and latency by view,
     # first so every answer and every middleware's time is counted; only
@@ -113,39 +117,30 @@ MIDDLEWARE = [
     # (the same rule the API's JSON parser applies to bodies).
     "relatorios.api.entrada.TextoImpossivel",
     # Serves the collected static files from the web server itself (no CDN, no nginx).
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "relatorios.api.cadeia.WhiteNoiseMiddleware",
+    "relatorios.api.cadeia.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "relatorios.api.cadeia.CsrfViewMiddleware",
+    "relatorios.api.cadeia.AuthenticationMiddleware",
     # A signed-in user's pages: private, no-store (relatorios/operacao/cabecalhos.py).
-    "relatorios.operacao.cabecalhos.SemCacheComUsuario",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "relatorios.api.cadeia.SemCacheComUsuario",
+    "relatorios.api.cadeia.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Content-Security-Policy on every page (CONTENT_SECURITY_POLICY below).
-    "csp.middleware.CSPMiddleware",
-    # A deadlock victim that got past the domain's retries: a 409 page, not
-    # a 500 (the API answers it in JSON itself: relatorios/api/erros.py).
-    "relatorios.operacao.conflitos.ConflitoEntreTransacoes",
-    "relatorios.operacao.conexao.ConexaoPerdida",  # connection lost: 503, not 500
+    "relatorios.api.cadeia.CSPMiddleware",
+    # The connection lost under a request: 503, not 500; a deadlock victim that
+    # got past the domain's retries: a 409 page (the API answers it in JSON
+    # itself: relatorios/api/erros.py).
+    "relatorios.operacao.conexao.ErrosDoBanco",
     # Last, as django-axes requires: answers a locked-out login with its page.
-    "axes.middleware.AxesMiddleware",
+    "relatorios.api.cadeia.AxesMiddleware",
 ]
-# What serves browsers only. An API call that authenticates by token skips
-# them: the WSGI handler runs it through MIDDLEWARE_DA_API (relatorios/api/cadeia.py).
-MIDDLEWARE_SO_DO_NAVEGADOR = [
-    "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "relatorios.operacao.cabecalhos.SemCacheComUsuario",
-    "django.contrib.messages.middleware.MessageMiddleware",
-    "csp.middleware.CSPMiddleware",
-    "axes.middleware.AxesMiddleware",
-]
-# Token calls under /relatorios/ (relatorios/api/cadeia.py): the rest of the
-# list above, in its order, as one middleware.
-MIDDLEWARE_DA_API = ["relatorios.api.cadeia.MiddlewareDaApi"]
+
+# Django's CSRF deploy check and django-axes' check look for their middleware
+# by its exact name; MIDDLEWARE names both through relatorios/api/cadeia.py
+# (subclasses left out of the API's chain). relatorios.W009 replaces them: it
+# looks for the class.
+SILENCED_SYSTEM_CHECKS = ["security.W003", "axes.W002"]
 
 # django-axes first: it refuses a locked-out login before the password is checked.
 AUTHENTICATION_BACKENDS = [
@@ -187,7 +182,7 @@ DATABASES = {
 DATABASES["default"]["ENGINE"] = "relatorios.banco"
 
 # A PostgreSQL streaming replica of the primary, for the reports' own SQL
-# (relatorios/banco/replica.py; docs/operacao.md, "A read replica"). Unset:
+# (relatorios/banco/replica.py; docs/implantacao.md, "A read replica"). Unset:
 # everything runs on the one database. Job state, the queue, heartbeats and
 # results always stay on the primary.
 RELATORIOS_REPLICA_URL = env_str("RELATORIOS_REPLICA_URL", "")
@@ -230,7 +225,7 @@ if RELATORIOS_REPLICA_URL:
 # (config/servidor.py). psycopg prepares a statement once it has run
 # DB_PREPARE_THRESHOLD times on a connection, and PostgreSQL then skips
 # parsing and planning it; this needs server-side binding (Django's default
-# client-side cursors never prepare). Measured (docs/benchmarks.md, B1): a
+# client-side cursors never prepare). Measured (docs/historico/benchmarks.md, B1): a
 # third to a half less PostgreSQL CPU per submit and status request. Not
 # everywhere, because server-side binding and plan caching hurt the other
 # processes' big statements: gerar_dados's bulk INSERT ... SELECT took 65 s
@@ -357,7 +352,7 @@ for _rede in RELATORIOS_PROXIES_CONFIAVEIS:
 if env_int("RELATORIOS_PROXIES_A_FRENTE", 0):
     raise ImproperlyConfigured(
         "RELATORIOS_PROXIES_A_FRENTE is gone: list the proxies' networks in "
-        "RELATORIOS_PROXIES_CONFIAVEIS instead (docs/operacao.md)"
+        "RELATORIOS_PROXIES_CONFIAVEIS instead (docs/implantacao.md)"
     )
 
 # --- Login lockout (django-axes) ------------------------------------------------

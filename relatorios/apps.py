@@ -35,6 +35,7 @@ class RelatoriosConfig(AppConfig):
     def ready(self) -> None:
         from django_q.signals import post_spawn
 
+        from relatorios.api import cadeia
         from relatorios.jobs import execucao
         from relatorios.tipos.verificacao import verificar_tipos
 
@@ -44,6 +45,10 @@ class RelatoriosConfig(AppConfig):
         checks.register(verificar_chave_secreta)
         checks.register(verificar_email, checks.Tags.security, deploy=True)
         checks.register(verificar_url_base, deploy=True)
+        checks.register(cadeia.verificar_middlewares, checks.Tags.security)
+        checks.register(
+            cadeia.verificar_cookie_do_csrf, checks.Tags.security, deploy=True
+        )
 
 
 def verificar_timeouts(**kwargs: Any) -> list[checks.CheckMessage]:
@@ -90,7 +95,7 @@ def verificar_email(**kwargs: Any) -> list[checks.CheckMessage]:
             "EMAIL_BACKEND is the console backend: every email, its body "
             "included, would be written to this process's output, beside the logs",
             hint="set EMAIL_BACKEND=django.core.mail.backends.smtp.EmailBackend "
-            "and EMAIL_HOST (docs/operacao.md, deploy checklist)",
+            "and EMAIL_HOST (docs/implantacao.md, deploy checklist)",
             id="relatorios.W001",
         )
     ]

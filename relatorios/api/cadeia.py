@@ -1,65 +1,68 @@
-"""The API's own middleware chain, for calls that authenticate by token.
+"""One middleware list; the API's token calls take it without the browser's.
 
-Django runs every request through the whole MIDDLEWARE list. A client app's
-call under /relatorios/ with `Authorization: Token ...` uses none of what
-serves browsers: sessions, CSRF, Django's authentication middleware,
-messages, the login lockout, static files. DRF decides such a call by its
-token alone (valid: that user; invalid: 401), never falling back to the
-session, so those six only cost time: ~10% of a status request's
-instructions in-process (callgrind, 400 requests, 2.02M → 1.83M each).
+A client app's call under /relatorios/ with `Authorization: Token ...` uses
+none of what serves browsers: static files, sessions, CSRF, Django's
+authentication middleware, the no-store header of signed-in pages, messages,
+the Content-Security-Policy of pages, the login lockout. DRF decides such a
+call by its token alone (valid: that user; invalid: 401), never falling back
+to the session, so those eight only cost time (CSRF alone, which reads the
+cookies of every call, ~2% of a status read's instructions).
 
-So the WSGI handler builds a second chain, `settings.MIDDLEWARE_DA_API`, and
-picks it by path and header. Everything else — the pages, the admin, the
-manager's page polling the status with its session, a call with no or
-another kind of credentials — takes the full chain, as before.
+`settings.MIDDLEWARE` is the one list. It names each browser middleware
+through `so_do_navegador`: a subclass of the real one (Django's system
+checks still find SessionMiddleware and the others in the list) that
+changes nothing but its constructor, which raises `MiddlewareNotUsed` — the
+documented way for a middleware to leave a chain — while the API's chain is
+being built. So the WSGI handler loads the list twice, both times through
+Django's own `load_middleware`, and settings are never changed: the full
+chain for everything else (the pages, the admin, the manager's page polling
+a job's status with its session, a call with no or another kind of
+credentials), and for token calls the same list without the browser's
+middlewares, each of the others a layer of its own, in its order. A
+middleware added to the list runs in both chains unless it is named through
+`so_do_navegador`.
 
-That chain is one middleware, `MiddlewareDaApi`: what the seven the API kept
-(metrics, security headers, request id, body limit, the NUL/surrogate
-refusal, CommonMiddleware's host check and Content-Length, X-Frame-Options,
-the deadlock 409) did, in their order, in one call. Each layer Django stacks
-costs its own wrapper and `MiddlewareMixin` dispatch; one layer instead of
-seven was ~5% of a status read's instructions. Django's own middlewares are
-used through their public hooks (`process_request`/`process_response`), so
-their settings (SECURE_*, ALLOWED_HOSTS, X_FRAME_OPTIONS) keep applying.
+What the second chain buys over one chain whose browser middlewares step
+aside for token calls (measured with callgrind, docs/arquitetura.md, "One
+middleware list"): the eight layers a token call would still cross.
+
+Some checks look for a middleware by its exact name in the list. Two would
+then warn wrongly: Django's CSRF deploy check (security.W003) and django-axes'
+(axes.W002); settings silence them and `verificar_middlewares`
+(relatorios.W009) asks the same of the classes. One would pass wrongly, the
+CSRF cookie's (security.W016): `verificar_cookie_do_csrf` (relatorios.W010)
+asks it again. The session cookie's still warn through the sessions app
+(security.W010 and W013 instead of W012 and W015).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
+import axes.middleware
+import csp.middleware
+import django.contrib.auth.middleware
+import django.contrib.messages.middleware
+import django.contrib.sessions.middleware
+import django.middleware.csrf
+import whitenoise.middleware
 from django.conf import settings
+from django.core import checks
+from django.core.exceptions import MiddlewareNotUsed
 from django.core.handlers.base import BaseHandler
-from django.core.handlers.exception import convert_exception_to_response
 from django.core.handlers.wsgi import WSGIHandler
 from django.core.signals import request_started
 from django.db import close_old_connections, reset_queries
 from django.http import HttpRequest, HttpResponseBase
-from django.middleware.clickjacking import XFrameOptionsMiddleware
-from django.middleware.common import CommonMiddleware
-from django.middleware.security import SecurityMiddleware
-from django_prometheus.middleware import Metrics
-from django_prometheus.utils import Time
+from django.utils.module_loading import import_string
 from rest_framework.authentication import get_authorization_header
 
-from relatorios.api.entrada import LimiteDoCorpo, TextoImpossivel, e_da_api
-from relatorios.operacao import logs
-from relatorios.operacao.conexao import ConexaoPerdida
-from relatorios.operacao.conflitos import ConflitoEntreTransacoes
-from relatorios.operacao.metricas import contar_resposta
+from relatorios.api.entrada import e_da_api
+from relatorios.operacao import cabecalhos
 
-
-class HandlerWsgi(WSGIHandler):
-    """Django's WSGI handler with the API's shorter chain beside the full one."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.cadeia_da_api = _CadeiaDaApi()
-
-    def get_response(self, request: HttpRequest) -> HttpResponseBase:
-        if por_token(request):
-            return self.cadeia_da_api.get_response(request)
-        return super().get_response(request)
+T = TypeVar("T", bound=type)
 
 
 def sinais_do_servidor() -> None:
@@ -94,98 +97,98 @@ def por_token(request: HttpRequest) -> bool:
     return bool(partes) and partes[0].lower() == b"token"
 
 
-class _CadeiaDaApi(BaseHandler):
-    def __init__(self) -> None:
-        super().__init__()
-        # BaseHandler.load_middleware reads settings.MIDDLEWARE and nothing
-        # else says which list to load: lend it the API's list while it
-        # builds the chain (once, at startup, before any request).
-        completa = settings.MIDDLEWARE
-        settings.MIDDLEWARE = settings.MIDDLEWARE_DA_API
+# True while HandlerWsgi builds the API's chain (at start, in one thread).
+_montando_a_da_api: ContextVar[bool] = ContextVar("montando_a_da_api", default=False)
+
+
+def so_do_navegador(classe: T) -> T:
+    """`classe`, left out of the API's chain: its constructor raises Django's
+    `MiddlewareNotUsed` while that chain is built, and is `classe`'s
+    otherwise. Nothing else of `classe` changes."""
+
+    real: Any = classe
+
+    def __init__(self: Any, get_response: Callable[..., Any]) -> None:
+        if _montando_a_da_api.get():
+            raise MiddlewareNotUsed("só do navegador")
+        real.__init__(self, get_response)
+
+    membros = {
+        "__init__": __init__,
+        "__doc__": f"{classe.__name__}, left out of the API's token calls.",
+        "__module__": __name__,
+    }
+    return type(classe.__name__, (classe,), membros)  # type: ignore[return-value]
+
+
+class HandlerWsgi(WSGIHandler):
+    """Django's WSGI handler with a second chain, built from the same list,
+    for the API's token calls."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cadeia_da_api = BaseHandler()
+        marca = _montando_a_da_api.set(True)
         try:
-            self.load_middleware()
+            self.cadeia_da_api.load_middleware()
         finally:
-            settings.MIDDLEWARE = completa
+            _montando_a_da_api.reset(marca)
+
+    def get_response(self, request: HttpRequest) -> HttpResponseBase:
+        if por_token(request):
+            return self.cadeia_da_api.get_response(request)
+        return super().get_response(request)
 
 
-class MiddlewareDaApi:
-    """The API chain's one middleware: the seven it replaces, in their order.
+# The browser's middlewares, as settings.MIDDLEWARE names them.
+WhiteNoiseMiddleware = so_do_navegador(whitenoise.middleware.WhiteNoiseMiddleware)
+SessionMiddleware = so_do_navegador(
+    django.contrib.sessions.middleware.SessionMiddleware
+)
+AuthenticationMiddleware = so_do_navegador(
+    django.contrib.auth.middleware.AuthenticationMiddleware
+)
+CsrfViewMiddleware = so_do_navegador(django.middleware.csrf.CsrfViewMiddleware)
+SemCacheComUsuario = so_do_navegador(cabecalhos.SemCacheComUsuario)
+MessageMiddleware = so_do_navegador(
+    django.contrib.messages.middleware.MessageMiddleware
+)
+CSPMiddleware = so_do_navegador(csp.middleware.CSPMiddleware)
+AxesMiddleware = so_do_navegador(axes.middleware.AxesMiddleware)
 
-    MetricasHttp > SecurityMiddleware > RequestIdMiddleware > LimiteDoCorpo >
-    TextoImpossivel > CommonMiddleware > XFrameOptionsMiddleware >
-    ConflitoEntreTransacoes > ConexaoPerdida (settings.MIDDLEWARE's order,
-    browser-only ones left out). tests/api/test_cadeia.py compares its answers
-    with the full chain's, header by header, and that these are still the
-    full chain without the browser's middlewares.
-    """
+# The checks settings silence (they look for these exact names), by class.
+_PROCURADAS = (
+    ("security.W003", django.middleware.csrf.CsrfViewMiddleware),
+    ("axes.W002", axes.middleware.AxesMiddleware),
+)
 
-    SUBSTITUI = (
-        "relatorios.operacao.metricas.MetricasHttp",
-        "django.middleware.security.SecurityMiddleware",
-        "relatorios.operacao.logs.RequestIdMiddleware",
-        "relatorios.api.entrada.LimiteDoCorpo",
-        "relatorios.api.entrada.TextoImpossivel",
-        "django.middleware.common.CommonMiddleware",
-        "django.middleware.clickjacking.XFrameOptionsMiddleware",
-        "relatorios.operacao.conflitos.ConflitoEntreTransacoes",
-        "relatorios.operacao.conexao.ConexaoPerdida",
-    )
 
-    def __init__(self, get_response: Callable[[HttpRequest], Any]):
-        self.get_response = get_response
-        self.metricas = Metrics.get_instance()
-        # Only their public hooks are called; never their __call__.
-        self.seguranca = SecurityMiddleware(get_response)
-        self.comum = CommonMiddleware(get_response)
-        self.quadros = XFrameOptionsMiddleware(get_response)
-        self.conflito = ConflitoEntreTransacoes(get_response)
-        self.conexao = ConexaoPerdida(get_response)
-        # Django turns an exception into a response at each layer it stacks;
-        # here at the same two depths as in the full chain: what Security's
-        # request hook raises (a bad Host when redirecting to HTTPS) still
-        # gets counted, and what the guards and CommonMiddleware raise (a bad
-        # Host, too many query fields) still gets the request id and the
-        # security headers. The guards answer their refusals themselves.
-        self._seguro = convert_exception_to_response(self._com_seguranca)
-        self._guardado = convert_exception_to_response(
-            LimiteDoCorpo(TextoImpossivel(self._por_dentro))
+def verificar_middlewares(**kwargs: Any) -> list[checks.CheckMessage]:
+    """CSRF's and django-axes' middlewares are in MIDDLEWARE, named directly
+    or through this module."""
+    classes = [import_string(caminho) for caminho in settings.MIDDLEWARE]
+    return [
+        checks.Warning(
+            f"{classe.__module__}.{classe.__name__} não está em MIDDLEWARE "
+            f"(nem por relatorios.api.cadeia)",
+            hint=f"o aviso {silenciado}, silenciado em settings, é este",
+            id="relatorios.W009",
         )
+        for silenciado, classe in _PROCURADAS
+        if not any(isinstance(c, type) and issubclass(c, classe) for c in classes)
+    ]
 
-    def __call__(self, request: HttpRequest) -> HttpResponseBase:
-        inicio = Time()
-        resposta: Any = self._seguro(request)
-        contar_resposta(self.metricas, request, resposta, inicio)
-        return resposta
 
-    def _com_seguranca(self, request: HttpRequest) -> HttpResponseBase:
-        resposta: Any = self.seguranca.process_request(request)
-        if resposta is None:
-            valor = logs.request_id_valido(request.headers.get(logs.CABECALHO))
-            token = logs.definir_request_id(valor)
-            try:
-                resposta = self._guardado(request)
-            finally:
-                logs.restaurar_request_id(token)
-            resposta[logs.CABECALHO] = valor
-        final: HttpResponseBase = self.seguranca.process_response(request, resposta)
-        return final
-
-    def _por_dentro(self, request: HttpRequest) -> Any:
-        resposta: Any = self.comum.process_request(request)
-        if resposta is None:
-            resposta = self.get_response(request)
-        resposta = self.quadros.process_response(request, resposta)
-        return self.comum.process_response(request, resposta)
-
-    def process_exception(
-        self, request: HttpRequest, exception: Exception
-    ) -> HttpResponseBase | None:
-        """A view's exception: the lost connection's 503 or the deadlock
-        409, else counted by type (as the full chain's innermost-first order
-        has it)."""
-        resposta = self.conexao.process_exception(request, exception)
-        if resposta is None:
-            resposta = self.conflito.process_exception(request, exception)
-        if resposta is None:
-            self.metricas.exceptions_by_type.labels(type=type(exception).__name__).inc()
-        return resposta
+def verificar_cookie_do_csrf(**kwargs: Any) -> list[checks.CheckMessage]:
+    """Django's security.W016 (a CSRF cookie not secure-only), which looks
+    for CsrfViewMiddleware by its exact name and so would pass here."""
+    if settings.CSRF_USE_SESSIONS or settings.CSRF_COOKIE_SECURE is True:
+        return []
+    return [
+        checks.Warning(
+            "CsrfViewMiddleware está em MIDDLEWARE (por relatorios.api.cadeia) "
+            "e CSRF_COOKIE_SECURE não é True",
+            hint="DJANGO_SECURE_COOKIES=true (docs/implantacao.md, deploy checklist)",
+            id="relatorios.W010",
+        )
+    ]

@@ -313,7 +313,7 @@ def _resposta(
     fluxo = _fluxo(assinatura, abertura, posicao=posicao, fim=fim, formatar=formatar)
     resposta = StreamingHttpResponse(fluxo, content_type="text/event-stream")
     resposta["Cache-Control"] = "no-store"
-    # nginx: pass each event on at once (docs/operacao.md, the proxy).
+    # nginx: pass each event on at once (docs/implantacao.md, the proxy).
     resposta["X-Accel-Buffering"] = "no"
     # A response dropped before its first byte (the client left at once)
     # never starts the generator, whose `finally` would free the slot.

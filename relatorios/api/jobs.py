@@ -1,22 +1,19 @@
-"""The report API: a thin layer over `services` and `consultas`."""
+"""The report API: a thin layer over `pedidos` and `consultas`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import HttpResponseBase
 from rest_framework import exceptions, status
 from rest_framework.authentication import SessionAuthentication
-from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import BaseParser
-from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from relatorios.agendamentos import aberturas
-from relatorios.api import esquema
+from relatorios.api import esquema, negociacao
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.limites import ContaNaConsulta, contagem_do_pedido
 from relatorios.api.permissoes import SoUsuarioDeTenant, tenant_do_pedido
@@ -29,9 +26,7 @@ from relatorios.api.serializers import (
 from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, pedidos
 from relatorios.models import EstadoDoJob, RelatorioJob
-from relatorios.models.jobs import ATIVOS
 from relatorios.notificacoes import arquivos
-from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.operacao.downloads import resposta_de_download
 
 # Seed 000: a client polling a pending job should come back in two seconds.
@@ -57,17 +52,17 @@ class SubmeterRelatorio(SoUsuarioDeTenant, ContaNaConsulta, APIView):
     schema = esquema.EsquemaDoSubmeter()
 
     def post(self, request: Request, tipo: str) -> Response:
-        params_brutos, email = _separar_notificacao(request)
+        params_brutos, notificar = _separar_notificacao(request.data)
         submissao = pedidos.submeter(
             tenant_id=tenant_do_pedido(request),
             tipo=tipo,
             params_brutos=params_brutos,
             usuario_id=request.user.pk,
             contagem=contagem_do_pedido(request),
+            notificar=notificar,
+            email_do_usuario=getattr(request.user, "email", None),
         )
         job = submissao.job
-        if email is not None and job.status in ATIVOS:
-            inscrever(job_id=job.id, email=email)
         cabecalhos = {"Location": local_do_job(job.id)}
         if job.status == EstadoDoJob.PRONTO:
             return Response(corpo_pronto(job), headers=cabecalhos)
@@ -79,19 +74,13 @@ class SubmeterRelatorio(SoUsuarioDeTenant, ContaNaConsulta, APIView):
         )
 
 
-def _separar_notificacao(request: Request) -> tuple[Any, str | None]:
+def _separar_notificacao(dados: Any) -> tuple[Any, Any]:
     """`notificar_email` is about the requester, not the report: taken out
     before normalization, so it is neither a parameter nor part of the chave."""
-    dados = request.data
     if not isinstance(dados, Mapping) or "notificar_email" not in dados:
-        return dados, None
+        return dados, False
     params = {c: v for c, v in dados.items() if c != "notificar_email"}
-    email = email_para_notificar(
-        valor=dados["notificar_email"],
-        email_do_usuario=getattr(request.user, "email", None),
-        tenant_id=tenant_do_pedido(request),
-    )
-    return params, email
+    return params, dados["notificar_email"]
 
 
 # The token first: its WWW-Authenticate header is the one a 401 carries. The
@@ -121,30 +110,11 @@ class ResultadoIndisponivel(exceptions.APIException):
     default_detail = "o relatório não está pronto"
 
 
-class SemNegociacao(BaseContentNegotiation):
-    """The CSV view answers CSV or a JSON error whatever `Accept` says: a
-    client asking for text/csv must get the 404's body, not a 406."""
-
-    def select_renderer(
-        self,
-        request: Request,
-        renderers: Iterable[BaseRenderer],
-        format_suffix: str | None = None,
-    ) -> tuple[BaseRenderer, str]:
-        primeiro = next(iter(renderers))
-        return primeiro, primeiro.media_type
-
-    def select_parser(
-        self, request: Request, parsers: Iterable[BaseParser]
-    ) -> BaseParser | None:
-        return next(iter(parsers), None)
-
-
 class _ArquivoDoResultado(APIView):
     """A `pronto` job's result as a file: tenant-scoped, 409 until `pronto`."""
 
     authentication_classes = TOKEN_OU_SESSAO
-    content_negotiation_class = SemNegociacao
+    content_negotiation_class = negociacao.SemNegociacao
 
     def arquivo(self, request: Request, job_id: int) -> RelatorioJob:
         job = consultas.job_do_tenant(

@@ -1,4 +1,4 @@
-"""DRF's content negotiation, remembered per Accept header.
+"""DRF's content negotiation: remembered per Accept header, or none at all.
 
 Every API answer goes through DRF's `DefaultContentNegotiation`, which parses
 the `Accept` header and matches it against the view's renderers on every
@@ -13,6 +13,8 @@ JSON, given without reading DRF's header and query dicts (building
 `request.headers` and `request.query_params` was most of what was left of
 the negotiation's cost); every other `Accept` is decided as above, so a type
 the API does not render is still the documented 406.
+
+A result's file (CSV, .xlsx) negotiates nothing: `SemNegociacao`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from functools import lru_cache
 from typing import Any
 
 from rest_framework.compat import LONG_SEPARATORS, SHORT_SEPARATORS
-from rest_framework.negotiation import DefaultContentNegotiation
+from rest_framework.negotiation import BaseContentNegotiation, DefaultContentNegotiation
+from rest_framework.parsers import BaseParser
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.utils import encoders
@@ -107,3 +110,22 @@ class JSONDeSaida(JSONRenderer):
             texto = texto.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
             return texto.encode()
         return bytes(super().render(data, accepted_media_type, renderer_context))
+
+
+class SemNegociacao(BaseContentNegotiation):
+    """The CSV view answers CSV or a JSON error whatever `Accept` says: a
+    client asking for text/csv must get the 404's body, not a 406."""
+
+    def select_renderer(
+        self,
+        request: Request,
+        renderers: Iterable[BaseRenderer],
+        format_suffix: str | None = None,
+    ) -> tuple[BaseRenderer, str]:
+        primeiro = next(iter(renderers))
+        return primeiro, primeiro.media_type
+
+    def select_parser(
+        self, request: Request, parsers: Iterable[BaseParser]
+    ) -> BaseParser | None:
+        return next(iter(parsers), None)

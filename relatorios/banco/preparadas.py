@@ -5,7 +5,7 @@ why: a report's chunk query and gerar_dados's bulk insert are slower as
 prepared statements). A statement whose text never changes and which plans
 the same for every row it touches is the opposite case: `ciclo.concluir`,
 one statement per job, spent about 0.5 ms of PostgreSQL's CPU parsing and
-planning its CTEs every time, as much as executing them (docs/benchmarks.md,
+planning its CTEs every time, as much as executing them (docs/historico/benchmarks.md,
 B3). `cursor()` gives a Django cursor whose statements psycopg prepares on
 their first run on the connection; PostgreSQL then only binds and executes
 them (after five runs, with a generic plan if it costs no more: the default

@@ -5,7 +5,7 @@ RELATORIOS_REPLICA_URL names a PostgreSQL hot standby of the primary
 (DATABASES["replica"]). Unset, there is no choice to make: everything reads
 and writes the one database.
 
-The freshness rule (docs/operacao.md, "A read replica"): an attempt reads on
+The freshness rule (docs/implantacao.md, "A read replica"): an attempt reads on
 the replica only once the replica has replayed the primary's WAL up to where
 it was when the attempt started (`pg_current_wal_lsn()` on the primary, then
 `pg_last_wal_replay_lsn()` on the replica). So the report sees every row the

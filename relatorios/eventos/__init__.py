@@ -1,6 +1,6 @@
 """Live events: what the database publishes, and how a process fans it out.
 
-The database publishes (migrations 0019, 0028): every change of a job's
+The database publishes (migrations 0027, 0030): every change of a job's
 status or progress, every alert opened or closed and every scheduled report
 delivered is a row of relatorio_eventos, written at the commit of the change
 with an id from a sequence (no lock: overlapping commits may show out of id

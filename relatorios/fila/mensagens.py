@@ -59,7 +59,7 @@ def pacote(tarefa: str, objeto_id: int, *, nome: str, timeout: int) -> str:
     was tried (issue 16): that is django-q2's public path, but it cost 129 µs
     per new submit against 69 µs here, 252 µs with the "Enqueued" INFO line it
     writes, and B2's new submit went from 2.38 to 2.70 ms of Python
-    (docs/benchmarks.md). Only public names of django-q2 are used: the same
+    (docs/historico/benchmarks.md). Only public names of django-q2 are used: the same
     dict as `async_task(tarefa, objeto_id, task_name=nome,
     q_options={"timeout": timeout})`, signed by `SignedPackage` with the same
     key and salt, `pre_enqueue` sent. The dict's layout is django-q2's

@@ -85,7 +85,7 @@ def estado_do_job(
     """The status endpoint's read: one statement by id and tenant, no ORM.
 
     Polled every two seconds by every waiting client: building and compiling
-    an ORM query was most of this request's Python time (docs/benchmarks.md).
+    an ORM query was most of this request's Python time (docs/historico/benchmarks.md).
     With `contagem` the same statement counts the request against the API
     limit (relatorios/api/limites.py): still one round trip.
     """

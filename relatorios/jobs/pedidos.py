@@ -24,8 +24,11 @@ from relatorios.jobs.consultas import (
     ler_contando,
 )
 from relatorios.jobs.vagas import despachar, timeout_da_tarefa
+from relatorios.models.jobs import ATIVOS
+from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.operacao import logs, metricas
 from relatorios.tipos import normalizacao
+from relatorios.tipos.base import TipoRelatorio
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +62,8 @@ def submeter(
     request_id: str | None = None,
     contagem: Contagem | None = None,
     antecipado: bool = False,
+    notificar: Any = False,
+    email_do_usuario: str | None = None,
 ) -> Submissao:
     """Accept a report request (see `_submeter`), counting its outcome.
 
@@ -70,7 +75,13 @@ def submeter(
     stored with a job this request creates or restarts. `contagem`: the API
     limit's count, carried by the read by chave (relatorios/api/limites.py);
     over the limit, its 429 is raised before anything is written.
+    `notificar`: the request's `notificar_email` (true: one email to
+    `email_do_usuario` when the job ends), checked before anything is written
+    (ErroDeParametro naming it); a job already finished sends none.
     """
+    email = email_para_notificar(
+        valor=notificar, email_do_usuario=email_do_usuario, tenant_id=tenant_id
+    )
     try:
         submissao = _submeter(
             tenant_id=tenant_id,
@@ -93,6 +104,8 @@ def submeter(
     else:
         desfecho = "reiniciado" if submissao.reiniciado else "novo"
     metricas.submissao(tipo=tipo, desfecho=desfecho)
+    if email is not None and submissao.job.status in ATIVOS:
+        inscrever(job_id=submissao.job.id, email=email)
     return submissao
 
 
@@ -129,7 +142,7 @@ def _submeter(
     first hit on a job computed ahead (the read says so) records that it was
     asked for: one guarded UPDATE, once per such job (`_marcar_pedido`).
     """
-    tipo_relatorio = tipos.obter(tipo)
+    tipo_relatorio = tipos.obter(tipo)  # once: the message's timeout is its too
     params = tipo_relatorio.normalizar(params_brutos)
     chave = normalizacao.chave(tenant_id, tipo, params)
     for _ in range(3):
@@ -166,6 +179,7 @@ def _submeter(
             usuario_id=usuario_id,
             request_id=request_id,
             antecipado=antecipado,
+            tipo_relatorio=tipo_relatorio,
         )
         if gravado is not None:
             novo, enfileirado = gravado
@@ -258,6 +272,7 @@ def _gravar_pedido(
     usuario_id: int | None,
     request_id: str | None,
     antecipado: bool = False,
+    tipo_relatorio: TipoRelatorio,
 ) -> tuple[JobEstado, bool] | None:
     """Steps 3-4 of `submeter`: (the job, whether it got its message), or None
     when another request's row stands in the way (read again).
@@ -270,7 +285,7 @@ def _gravar_pedido(
         mensagens.TAREFA_RELATORIO,
         job_id,
         nome=f"relatorio-{job_id}",
-        timeout=timeout_da_tarefa(tipo),
+        timeout=timeout_da_tarefa(tipo_relatorio),
     )
     with connection.cursor() as cursor:
         cursor.execute(

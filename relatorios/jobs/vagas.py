@@ -23,6 +23,7 @@ from relatorios.models import (
     EstadoDoJob,
     RelatorioJob,
 )
+from relatorios.tipos.base import TipoRelatorio
 
 
 def despachar(*, tenant_id: int) -> int:
@@ -118,8 +119,10 @@ def despachar_do_job(job_id: int) -> None:
         despachar(tenant_id=tenant_id)
 
 
-def timeout_da_tarefa(tipo: str) -> int:
-    return int(tipos.obter(tipo).timeout() + settings.RELATORIOS_MARGEM_HARD_STOP_S)
+def timeout_da_tarefa(tipo_relatorio: TipoRelatorio) -> int:
+    """django-q2's hard stop for a job of this type (its SQL's own timeout
+    plus the margin); the caller resolved the type once."""
+    return int(tipo_relatorio.timeout() + settings.RELATORIOS_MARGEM_HARD_STOP_S)
 
 
 def enfileirar(*, job_id: int, tipo: str, quando: datetime | None = None) -> None:
@@ -128,6 +131,6 @@ def enfileirar(*, job_id: int, tipo: str, quando: datetime | None = None) -> Non
         mensagens.TAREFA_RELATORIO,
         job_id,
         nome=f"relatorio-{job_id}",
-        timeout=timeout_da_tarefa(tipo),
+        timeout=timeout_da_tarefa(tipos.obter(tipo)),
         quando=quando,
     )

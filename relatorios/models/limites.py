@@ -7,7 +7,7 @@ class JanelaDaApi(models.Model):
     """How many API requests one user (token) made in the current fixed window.
 
     One row per user, overwritten when a new window starts, so the table stays
-    the size of the user list. UNLOGGED (migration 0009): a counter lost in a
+    the size of the user list. UNLOGGED (migration 0011): a counter lost in a
     crash only forgives a minute of requests, and skipping the WAL keeps the
     per-request write cheap.
     """

@@ -11,7 +11,9 @@ here, so the worker's next request opens a fresh one whatever Django's own
 end-of-request check decides.
 
 A deadlock victim is also an `OperationalError`: it keeps its 409
-(`conflitos`, and the API's handler), so it is left alone here. An error
+(`conflitos`, and the API's handler). One middleware answers both, the
+connection first: two layers that only wait for an exception cost every
+request a layer each. An error
 raised by a middleware before the view (a session read) is turned into a
 response by Django before any `process_exception` sees it: a 500, as before.
 """
@@ -26,6 +28,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template import loader
 
 from relatorios.banco.comum import conflito_repetivel
+from relatorios.operacao.conflitos import resposta_de_conflito
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +39,9 @@ RETRY_AFTER_S = "1"
 PREFIXO_DA_API = "/relatorios/"
 
 
-class ConexaoPerdida:
-    """Answers a request whose database connection died under it with a 503."""
+class ErrosDoBanco:
+    """Answers a request whose database connection died under it with a 503,
+    and a deadlock victim that got past the domain's retries with a 409."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -49,9 +53,9 @@ class ConexaoPerdida:
         self, request: HttpRequest, exception: Exception
     ) -> HttpResponse | None:
         if not isinstance(exception, (OperationalError, InterfaceError)):
-            return None
+            return resposta_de_conflito(request, exception)
         if conflito_repetivel(exception):
-            return None
+            return resposta_de_conflito(request, exception)
         logger.warning(
             "conexão com o banco perdida durante o pedido",
             extra={"caminho": request.path, "erro": str(exception)[:200]},

@@ -10,7 +10,6 @@ shape (`api.erros`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
@@ -23,26 +22,17 @@ logger = logging.getLogger(__name__)
 MENSAGEM = "outra operação alterou estes dados ao mesmo tempo; tente de novo"
 
 
-class ConflitoEntreTransacoes:
-    """Answers a deadlock victim or serialization loser with a 409 page."""
-
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
-
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        return self.get_response(request)
-
-    def process_exception(
-        self, request: HttpRequest, exception: Exception
-    ) -> HttpResponse | None:
-        if not isinstance(exception, DatabaseError) or not conflito_repetivel(
-            exception
-        ):
-            return None
-        logger.warning(
-            "conflito entre transações não resolvido",
-            extra={"caminho": request.path},
-        )
-        resposta = render(request, "409.html", {"mensagem": MENSAGEM}, status=409)
-        resposta["Retry-After"] = "1"
-        return resposta
+def resposta_de_conflito(
+    request: HttpRequest, exception: Exception
+) -> HttpResponse | None:
+    """A 409 page for a deadlock victim or serialization loser; None for any
+    other error. (`conexao.ErrosDoBanco` is the middleware that asks.)"""
+    if not isinstance(exception, DatabaseError) or not conflito_repetivel(exception):
+        return None
+    logger.warning(
+        "conflito entre transações não resolvido",
+        extra={"caminho": request.path},
+    )
+    resposta = render(request, "409.html", {"mensagem": MENSAGEM}, status=409)
+    resposta["Retry-After"] = "1"
+    return resposta

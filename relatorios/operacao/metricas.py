@@ -31,13 +31,13 @@ own port): `operacao.exposicao`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
-from django_prometheus.middleware import PrometheusAfterMiddleware
+from django.http import HttpRequest, HttpResponseBase
+from django_prometheus.middleware import Metrics
 from django_prometheus.utils import Time, TimeSince
 from prometheus_client import (
     Counter,
@@ -49,9 +49,7 @@ from prometheus_client.registry import Collector
 
 from relatorios import tipos
 from relatorios.banco import replica
-
-if TYPE_CHECKING:
-    from relatorios.fila.clusters import ReplicaVista
+from relatorios.fila import clusters
 
 logger = logging.getLogger(__name__)
 
@@ -373,9 +371,6 @@ class EstadoDoBanco(Collector):
             entregas_pendentes, entrega_mais_antiga = cursor.fetchone()
             cursor.execute(_SQL_ANTECIPACAO)
             antecipacao = cursor.fetchall()
-        # Imported here: clusters imports services, which counts through here.
-        from relatorios.fila import clusters
-
         saude = clusters.saude()
 
         jobs = GaugeMetricFamily(
@@ -501,7 +496,7 @@ def _antecipacao(linhas: list[tuple[Any, ...]]) -> Iterator[Metric]:
     yield parados
 
 
-def _replica(vista: ReplicaVista | None) -> Iterator[Metric]:
+def _replica(vista: clusters.ReplicaVista | None) -> Iterator[Metric]:
     """The replica's gauges, when one is configured (RELATORIOS_REPLICA_URL):
     as a cluster last saw it (`clusters.replica_vista`), never asked here."""
     yield _gauge(
@@ -538,8 +533,8 @@ def _replica(vista: ReplicaVista | None) -> Iterator[Metric]:
 # --- HTTP (django-prometheus) ------------------------------------------------------
 
 
-class MetricasHttp(PrometheusAfterMiddleware):
-    """django-prometheus' middleware, keeping two of its ~15 updates per request.
+class MetricasHttp:
+    """django-prometheus' series, two of its ~15 updates per request.
 
     Its pair of middlewares counts each request in about fifteen series
     (by method, by transport, body sizes, charset, latency before and after
@@ -547,30 +542,20 @@ class MetricasHttp(PrometheusAfterMiddleware):
     poll in multiprocess mode. This one, first in MIDDLEWARE, keeps responses
     by status, view and method and the latency by view and method (all the
     middlewares included), the series the dashboard reads, with the same
-    names, and exceptions by type. (The API's token calls count the same
-    series from their own middleware: `relatorios.api.cadeia`.)
+    names, and exceptions by type. A plain middleware (one call, no
+    per-view hooks): it is a layer of every request, the API's included.
     """
 
-    def process_request(self, request: HttpRequest) -> None:
-        request.prometheus_after_middleware_event = Time()  # type: ignore[attr-defined]
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        self.metrics = Metrics.get_instance()
 
-    def process_view(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-    def process_template_response(
-        self, request: HttpRequest, response: HttpResponse
-    ) -> HttpResponse:
-        return response
-
-    def process_response(
-        self, request: HttpRequest, response: HttpResponse
-    ) -> HttpResponse:
-        contar_resposta(
-            self.metrics,
-            request,
-            response,
-            getattr(request, "prometheus_after_middleware_event", None),
-        )
+    def __call__(self, request: HttpRequest) -> Any:
+        inicio = Time()
+        # Django's layer under this one turns an exception into a response,
+        # so every answer is counted here.
+        response = self.get_response(request)
+        contar_resposta(self.metrics, request, response, inicio)
         return response
 
     def process_exception(self, request: HttpRequest, exception: Exception) -> None:

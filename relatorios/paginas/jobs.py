@@ -26,7 +26,6 @@ from relatorios.apresentacao import celulas, grafico
 from relatorios.jobs import antecipacao, consultas, pedidos
 from relatorios.models import EstadoDoJob, Periodo, RelatorioJob
 from relatorios.models.jobs import ATIVOS, linhas_do_resultado
-from relatorios.notificacoes.email import email_para_notificar, inscrever
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
 from relatorios.paginas.forms import PedidoForm
 from relatorios.tipos import normalizacao
@@ -79,19 +78,14 @@ def solicitar(request: HttpRequest, tipo: str) -> HttpResponse:
     if not form.is_valid():
         return _painel(request, com_erro=form, status=400)
     try:
-        email = email_para_notificar(
-            valor=form.cleaned_data["notificar_email"],
-            email_do_usuario=getattr(request.user, "email", None),
-            tenant_id=tenant_id_do_pedido(request),
-        )
         submissao = pedidos.submeter(
             tenant_id=tenant_id_do_pedido(request),
             tipo=tipo,
             params_brutos=form.params_brutos(),
             usuario_id=request.user.pk,
+            notificar=form.cleaned_data["notificar_email"],
+            email_do_usuario=getattr(request.user, "email", None),
         )
-        if email is not None and submissao.job.status in ATIVOS:
-            inscrever(job_id=submissao.job.id, email=email)
     except normalizacao.ErroDeParametro as erro:
         form.add_error(erro.campo if erro.campo in form.fields else None, erro.mensagem)
         return _painel(request, com_erro=form, status=400)

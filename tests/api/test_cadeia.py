@@ -1,6 +1,7 @@
-"""The API's shorter middleware chain (relatorios/api/cadeia.py) answers token
-calls exactly as Django's full chain does, and everything else takes the full
-chain. In-process, through the real WSGI handlers and PostgreSQL."""
+"""The API's chain (relatorios/api/cadeia.py), the one MIDDLEWARE list without
+the browser's middlewares, answers token calls exactly as Django's full chain
+does, and everything else takes the full chain. In-process, through the real
+WSGI handlers and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from django.test import Client
 
-from relatorios.api.cadeia import HandlerWsgi
+from relatorios.api import cadeia
+from relatorios.api.cadeia import HandlerWsgi, so_do_navegador
 from relatorios.jobs import pedidos
 from relatorios.models import Tenant
 from tests import helpers
@@ -118,7 +120,7 @@ def test_chamadas_por_token_respondem_igual_pela_cadeia_curta(tenant: Tenant) ->
         ("GET", f"/relatorios/jobs/{job_id}", b"", {"HTTP_AUTHORIZATION": "Token x"}),
         ("GET", f"/relatorios/jobs/{job_id}", b"", {"HTTP_AUTHORIZATION": "Token"}),
         ("GET", f"/relatorios/jobs/{job_id}", b"", {"HTTP_AUTHORIZATION": "token a b"}),
-        # What the API chain's one middleware does in the seven's place.
+        # What the middlewares the API's chain keeps do.
         ("GET", f"/relatorios/jobs/{job_id}?x=%00", b"", auth),
         ("GET", f"/relatorios/jobs/{job_id}?x=%ED%A0%80", b"", auth),
         ("GET", f"/relatorios/jobs/{job_id}?" + "&".join(["a=1"] * 1001), b"", auth),
@@ -172,15 +174,85 @@ def test_o_resto_passa_pela_cadeia_completa(tenant: Tenant) -> None:
     assert contador.vezes == 0
 
 
-def test_o_middleware_da_api_e_a_cadeia_completa_sem_os_do_navegador() -> None:
-    """A middleware added to MIDDLEWARE must be placed in the API's one too
-    (or among the browser's): the two chains must not drift apart."""
-    from django.conf import settings
+class Sonda:
+    """A middleware added at the end of the list: what it saw of each call."""
 
-    from relatorios.api.cadeia import MiddlewareDaApi
+    vistas: list[tuple[str, bool]] = []
 
-    sem_navegador = [
-        m for m in settings.MIDDLEWARE if m not in settings.MIDDLEWARE_SO_DO_NAVEGADOR
+    def __init__(self, get_response: Any) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: Any) -> Any:
+        Sonda.vistas.append((type(self).__name__, hasattr(request, "session")))
+        return self.get_response(request)
+
+
+class SondaDoNavegador(Sonda):
+    pass
+
+
+SondaSoDoNavegador = so_do_navegador(SondaDoNavegador)
+
+
+def test_um_middleware_novo_vale_para_as_duas_cadeias_salvo_o_do_navegador(
+    tenant: Tenant, settings: Any
+) -> None:
+    _, token = helpers.criar_usuario(tenant)
+    job_id = pedidos.submeter(
+        tenant_id=tenant.pk, tipo="vendas", params_brutos=PEDIDO, usuario_id=None
+    ).job.id
+    settings.MIDDLEWARE = [
+        *settings.MIDDLEWARE,
+        "tests.api.test_cadeia.Sonda",
+        "tests.api.test_cadeia.SondaSoDoNavegador",
     ]
-    assert sem_navegador == list(MiddlewareDaApi.SUBSTITUI)
-    assert settings.MIDDLEWARE_DA_API == ["relatorios.api.cadeia.MiddlewareDaApi"]
+    handler = HandlerWsgi()
+    Sonda.vistas.clear()
+
+    por_token = chamar(
+        handler,
+        "GET",
+        f"/relatorios/jobs/{job_id}",
+        HTTP_AUTHORIZATION=f"Token {token}",
+    )
+    vistas_por_token = list(Sonda.vistas)
+    Sonda.vistas.clear()
+    sem_credencial = chamar(handler, "GET", f"/relatorios/jobs/{job_id}")
+
+    assert por_token[0].startswith("200")
+    assert sem_credencial[0].startswith("401")
+    # The token call: the new middleware, without the browser's (no session).
+    assert vistas_por_token == [("Sonda", False)]
+    assert Sonda.vistas == [("Sonda", True), ("SondaDoNavegador", True)]
+
+
+def test_os_do_navegador_sao_os_reais_e_o_do_axes_e_o_ultimo() -> None:
+    from axes.middleware import AxesMiddleware
+    from django.conf import settings
+    from django.contrib.sessions.middleware import SessionMiddleware
+    from django.utils.module_loading import import_string
+
+    do_navegador = [
+        import_string(m) for m in settings.MIDDLEWARE if m.startswith(cadeia.__name__)
+    ]
+
+    assert len(do_navegador) == 8
+    assert all(c.__mro__[1].__name__ == c.__name__ for c in do_navegador)
+    # django-axes' own check looks for its exact name (silenced in settings).
+    assert issubclass(import_string(settings.MIDDLEWARE[-1]), AxesMiddleware)
+    assert issubclass(cadeia.SessionMiddleware, SessionMiddleware)
+
+
+def test_sem_o_csrf_ou_o_axes_na_lista_o_aviso_aparece(settings: Any) -> None:
+    assert cadeia.verificar_middlewares() == []
+
+    settings.MIDDLEWARE = [
+        m
+        for m in settings.MIDDLEWARE
+        if m not in {"relatorios.api.cadeia.CsrfViewMiddleware"}
+    ]
+    avisos = cadeia.verificar_middlewares()
+
+    assert [a.id for a in avisos] == ["relatorios.W009"]
+    assert "CsrfViewMiddleware" in avisos[0].msg
+    assert "security.W003" in avisos[0].hint

@@ -11,7 +11,7 @@ from django.test import RequestFactory
 from relatorios.api.erros import tratar_excecao
 from relatorios.banco import comum
 from relatorios.models import Tenant
-from relatorios.operacao.conflitos import ConflitoEntreTransacoes
+from relatorios.operacao.conexao import ErrosDoBanco
 from tests import helpers
 from tests.agendamentos.test_travas import conexao
 
@@ -85,7 +85,7 @@ def test_sem_repetir_o_deadlock_vira_409_na_api_e_nas_paginas() -> None:
     pedido.user = helpers.criar_usuario(helpers.criar_tenant())[0]
 
     api = tratar_excecao(erro, {})
-    pagina = ConflitoEntreTransacoes(lambda r: None).process_exception(pedido, erro)
+    pagina = ErrosDoBanco(lambda r: None).process_exception(pedido, erro)
 
     assert isinstance(erro, DatabaseError)
     assert comum.conflito_repetivel(erro)

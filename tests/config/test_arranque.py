@@ -121,6 +121,9 @@ def test_check_deploy_acusa_o_que_falta_sem_elas() -> None:
     saida = resultado.stdout + resultado.stderr
     assert resultado.returncode != 0
     assert "security.W004" in saida  # HSTS
-    assert "security.W012" in saida  # session cookie not secure
+    # Session cookie not secure: W010 (the app), as MIDDLEWARE names the
+    # session middleware through relatorios/api/cadeia.py.
+    assert "security.W010" in saida
+    assert "relatorios.W010" in saida  # CSRF cookie not secure (security.W016)
     assert "relatorios.W001" in saida  # emails written to the log stream
     assert "relatorios.W002" in saida  # links in emails without a host

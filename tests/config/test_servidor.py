@@ -401,7 +401,8 @@ def test_configuracao_padrao_e_um_worker_por_cpu_mais_um(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A spare worker: with one per CPU, SO_REUSEPORT's hashing often piled
-    the keep-alive connections on one GIL-bound worker (docs/benchmarks.md)."""
+    the keep-alive connections on one GIL-bound worker
+    (docs/historico/benchmarks.md)."""
     import os
 
     from config.servidor import Configuracao

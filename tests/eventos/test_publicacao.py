@@ -1,4 +1,4 @@
-"""What the database publishes (migrations 0019, 0028), read back from its
+"""What the database publishes (migrations 0027, 0030), read back from its
 table and from a real reader (`eventos.central.Central`) in this process,
 with real concurrent connections for the commits that overlap."""
 

@@ -227,7 +227,7 @@ def test_job_pequeno_custa_tres_idas_ao_banco_no_worker(
     tenant: Tenant, ajustes: Callable[..., None]
 ) -> None:
     """The claim, the one chunk (its limits and statement), the finish: the
-    three B3 traces (docs/benchmarks.md), without the chunk store."""
+    three B3 traces (docs/historico/benchmarks.md), without the chunk store."""
     ajustes(RELATORIOS_REUSO_PARTES=False)
     com_uma_venda(tenant)
     aquecimento, job_id = submeter(tenant), submeter(tenant, agrupar="mes")

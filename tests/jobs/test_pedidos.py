@@ -12,6 +12,7 @@ from django.utils import timezone
 from django_q.models import OrmQ
 from django_q.tasks import async_task
 
+from relatorios import tipos
 from relatorios.fila.mensagens import TAREFA_RELATORIO
 from relatorios.jobs import pedidos, vagas
 from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
@@ -220,7 +221,7 @@ def test_mensagem_do_submit_e_a_do_async_task(tenant: Tenant) -> None:
         TAREFA_RELATORIO,
         submissao.job.id,
         task_name=f"relatorio-{submissao.job.id}",
-        q_options={"timeout": vagas.timeout_da_tarefa("vendas")},
+        q_options={"timeout": vagas.timeout_da_tarefa(tipos.obter("vendas"))},
     )
     referencia = OrmQ.objects.exclude(pk=escrita.pk).get()
     nossa, deles = escrita.task, referencia.task
@@ -287,3 +288,66 @@ def test_corrida_com_insert_concorrente_usa_o_job_que_ganhou(tenant: Tenant) -> 
 
 def helpers_normalizados() -> dict[str, Any]:
     return {**PEDIDO, "agrupar": "dia", "lojas": []}
+
+
+# --- notificar_email: one step for the API and the pages --------------------------
+
+
+def inscritos(job_id: int) -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT email FROM relatorio_inscricoes WHERE job_id = %s", [job_id]
+        )
+        return [linha[0] for linha in cursor.fetchall()]
+
+
+def notificando(
+    tenant: Tenant, notificar: Any = True, email: str | None = "gerente@example.com"
+) -> Any:
+    return pedidos.submeter(
+        tenant_id=tenant.pk,
+        tipo="vendas",
+        params_brutos=PEDIDO,
+        usuario_id=None,
+        notificar=notificar,
+        email_do_usuario=email,
+    )
+
+
+def test_submeter_com_notificar_inscreve_o_email_do_usuario_uma_vez(
+    tenant: Tenant,
+) -> None:
+    primeiro = notificando(tenant)
+    repetido = notificando(tenant)
+
+    assert repetido.job.id == primeiro.job.id
+    assert inscritos(primeiro.job.id) == ["gerente@example.com"]
+
+
+def test_submeter_de_um_job_pronto_nao_inscreve(tenant: Tenant) -> None:
+    job = submeter(tenant).job
+    forcar(
+        job.id,
+        status=EstadoDoJob.PRONTO,
+        resultado={"totais": 1},
+        expira_em=timezone.now() + timedelta(hours=1),
+    )
+
+    de_novo = notificando(tenant)
+
+    assert de_novo.job.id == job.id
+    assert inscritos(job.id) == []
+
+
+@pytest.mark.parametrize(
+    ("notificar", "email"),
+    [("sim", "gerente@example.com"), (True, None), (True, "root@localhost")],
+)
+def test_submeter_com_notificar_invalido_nao_grava_nada(
+    tenant: Tenant, notificar: Any, email: str | None
+) -> None:
+    with pytest.raises(ErroDeParametro) as erro:
+        notificando(tenant, notificar, email)
+
+    assert erro.value.campo == "notificar_email"
+    assert not RelatorioJob.objects.filter(tenant=tenant).exists()

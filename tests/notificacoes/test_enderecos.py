@@ -146,7 +146,7 @@ def test_recusa_no_envio_usa_os_dominios_do_tenant(tenant: Tenant) -> None:
     )
 
 
-# --- Addresses stored before the rule (migration 0020) -------------------------------
+# --- Addresses stored before the rule (migration 0023) -------------------------------
 
 
 @pytest.mark.django_db
