@@ -46,6 +46,24 @@ def env_bool(nome: str, padrao: bool) -> bool:
     return valor.strip().lower() in {"1", "true", "yes", "on", "sim"}
 
 
+_SIM = {"1", "true", "yes", "on", "sim"}
+_NAO = {"0", "false", "no", "off", "nao", "não"}
+
+
+def env_sim_ou_nao(nome: str, padrao: bool) -> bool:
+    """A switch that refuses what it cannot read: `RELATORIOS_X=ture` stops
+    the start with a message instead of silently meaning "off"."""
+    valor = os.environ.get(nome)
+    if valor is None or valor.strip() == "":
+        return padrao
+    texto = valor.strip().lower()
+    if texto not in _SIM | _NAO:
+        raise ImproperlyConfigured(
+            f"{nome}={valor!r} is not a switch: use true or false (1/0, on/off)"
+        )
+    return texto in _SIM
+
+
 def env_list(nome: str, padrao: list[str]) -> list[str]:
     valor = os.environ.get(nome)
     if valor is None:
@@ -528,6 +546,11 @@ RELATORIOS_EVENTOS_MAX_POR_TOKEN = env_int("RELATORIOS_EVENTOS_MAX_POR_TOKEN", 2
 RELATORIOS_EVENTOS_MAX_POR_PROCESSO = env_int(
     "RELATORIOS_EVENTOS_MAX_POR_PROCESSO", 10_000
 )
+
+# The chunks a running job has finished, combined, in its status
+# (`resultado_parcial`) and on its page as they complete (docs/api.md). Off:
+# a running job's status is only its progress, as before issue 34.
+RELATORIOS_RESULTADO_PARCIAL = env_sim_ou_nao("RELATORIOS_RESULTADO_PARCIAL", True)
 
 # --- Retention ---------------------------------------------------------------------
 

@@ -25,7 +25,15 @@ RAIZ = Path(__file__).resolve().parent.parent
 CHAVE_DE_TESTE = "relatorios-testes-chave-que-nao-e-segredo-9d41c7e2b06f4a58"
 TIPOS_DE_TESTE = ",".join(
     f"tests.tipos_de_teste.{nome}"
-    for nome in ("Quebrado", "Lento", "Contado", "Dorminhoco", "Fechamento", "Volumoso")
+    for nome in (
+        "Quebrado",
+        "Lento",
+        "Contado",
+        "Dorminhoco",
+        "Fechamento",
+        "Volumoso",
+        "VendasEmEspera",
+    )
 )
 
 

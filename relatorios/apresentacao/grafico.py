@@ -10,6 +10,7 @@ a picture of a few dozen points.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -25,16 +26,22 @@ from relatorios.tipos.colunas import Coluna, Grafico
 MAX_SERIES = 8
 OUTRAS = "Outras"
 
+# `j` is the job's row, or (a running job's partial result, which is no
+# row's column) the result sent as a parameter (`dados_do_resultado`): the
+# FROM and the WHERE of each.
+_DO_JOB = ("relatorio_jobs j", "j.id = %(id)s AND j.tenant_id = %(tenant)s")
+_DADO = ("(SELECT %(resultado)s::jsonb AS resultado) AS j", "true")
+
 _LINHAS = """
     SELECT l ->> %(eixo)s AS x,
            max(l ->> %(rotulo)s) AS rotulo,
            coalesce(l ->> %(serie)s, '') AS s,
            sum((l ->> %(valor)s)::numeric) AS v
-      FROM relatorio_jobs j,
+      FROM {de},
            jsonb_array_elements(
                CASE WHEN jsonb_typeof(j.resultado -> 'linhas') = 'array'
                     THEN j.resultado -> 'linhas' ELSE '[]'::jsonb END) AS l
-     WHERE j.id = %(id)s AND j.tenant_id = %(tenant)s
+     WHERE {onde}
        AND jsonb_typeof(l -> %(valor)s) IN ('number', 'string')
        AND (l ->> %(valor)s) ~ '^-?[0-9]+(\\.[0-9]+)?$'
      GROUP BY 1, 3
@@ -42,8 +49,8 @@ _LINHAS = """
 
 # One series per value of `serie`: the MAX_SERIES largest by their total,
 # the others summed as OUTRAS (ranked after them).
-_POR_SERIE = f"""
-    WITH por AS ({_LINHAS}),
+_POR_SERIE = """
+    WITH por AS ({linhas}),
          ordem AS (SELECT s, row_number() OVER (ORDER BY sum(v) DESC, s) AS n
                      FROM por GROUP BY s)
     SELECT p.x, max(p.rotulo),
@@ -62,16 +69,28 @@ def dados(job: RelatorioJob) -> dict[str, Any] | None:
     """What the page's script draws, or None (a type without a chart, a
     result without lines): the chart's kind and title, the axis' labels and,
     per series, one value per label (None where a series has no point)."""
+    return _dados(job.tipo, _DO_JOB, {"id": job.pk, "tenant": job.tenant_id})
+
+
+def dados_do_resultado(tipo: str, resultado: Any) -> dict[str, Any] | None:
+    """`dados` of a result that is no job's column yet: a running job's
+    partial result (`jobs.parcial`), summed by the same statement."""
+    return _dados(tipo, _DADO, {"resultado": json.dumps(resultado)})
+
+
+def _dados(
+    nome: str, fonte: tuple[str, str], origem: dict[str, Any]
+) -> dict[str, Any] | None:
     try:
-        tipo = tipos.obter(job.tipo)
+        tipo = tipos.obter(nome)
     except tipos.TipoDesconhecido:
         return None
     grafico = tipo.grafico
     if grafico is None:
         return None
+    linhas = _LINHAS.format(de=fonte[0], onde=fonte[1])
     parametros: dict[str, Any] = {
-        "id": job.pk,
-        "tenant": job.tenant_id,
+        **origem,
         "eixo": grafico.eixo,
         "rotulo": grafico.rotulo or grafico.eixo,
         "serie": grafico.serie or "",
@@ -81,13 +100,13 @@ def dados(job: RelatorioJob) -> dict[str, Any] | None:
     }
     with connection.cursor() as cursor:
         if grafico.serie is not None:
-            cursor.execute(_POR_SERIE, parametros)
+            cursor.execute(_POR_SERIE.format(linhas=linhas), parametros)
             pontos = cursor.fetchall()
         else:
             ordem = _ORDENS[grafico.ordem]
             limite = "" if grafico.limite is None else f"LIMIT {int(grafico.limite)}"
             cursor.execute(
-                f"SELECT x, rotulo, s, 1, v FROM ({_LINHAS}) AS t "
+                f"SELECT x, rotulo, s, 1, v FROM ({linhas}) AS t "
                 f"ORDER BY {ordem} {limite}",
                 parametros,
             )

@@ -8,7 +8,7 @@ so its existence never leaks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -16,6 +16,7 @@ from django.db import connection
 from django.http import Http404
 
 from relatorios.banco.comum import ID_MAXIMO, json_do_banco
+from relatorios.jobs import parcial
 from relatorios.models import Alerta, Loja, RelatorioJob
 
 
@@ -62,6 +63,9 @@ class JobEstado:
     expira_em: datetime | None
     tentativas: int
     proxima_tentativa_em: datetime | None
+    # A running job's chunks done so far, combined (`jobs.parcial`): only
+    # from the status read, and only when a chunk is done.
+    parcial: dict[str, Any] | None = None
 
     @classmethod
     def da_linha(cls, linha: Sequence[Any]) -> JobEstado:
@@ -87,19 +91,29 @@ def estado_do_job(
     Polled every two seconds by every waiting client: building and compiling
     an ORM query was most of this request's Python time (docs/benchmarks.md).
     With `contagem` the same statement counts the request against the API
-    limit (relatorios/api/limites.py): still one round trip.
+    limit (relatorios/api/limites.py): still one round trip. So does a
+    running job's partial result (`jobs.parcial.COLUNA`, NULL for the others).
     """
     if not 0 < job_id <= ID_MAXIMO:
         raise Http404("job não encontrado")
     linha = ler_contando(
         contagem,
-        colunas=COLUNAS_ESTADO,
+        colunas=f"{COLUNAS_ESTADO}, {parcial.coluna()}",
         juncao="relatorio_jobs ON id = %s AND tenant_id = %s",
         parametros=[job_id, tenant_id],
     )
     if linha[0] is None:
         raise Http404("job não encontrado")
-    return JobEstado.da_linha(linha)
+    return com_parcial(JobEstado.da_linha(linha), linha[-1])
+
+
+def com_parcial(estado: JobEstado, pecas: Any) -> JobEstado:
+    """`estado` with the partial result built from `parcial.coluna()`'s value."""
+    if pecas is None:
+        return estado
+    return replace(
+        estado, parcial=parcial.montar(json_do_banco(pecas), job_id=estado.id)
+    )
 
 
 def ler_contando(

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from relatorios import tipos
 from relatorios.agendamentos import aberturas
 from relatorios.apresentacao import celulas, grafico
-from relatorios.jobs import consultas, pedidos
+from relatorios.jobs import consultas, parcial, pedidos
 from relatorios.models import EstadoDoJob, RelatorioJob
 from relatorios.models.jobs import ATIVOS, linhas_do_resultado
 from relatorios.notificacoes.email import email_para_notificar, inscrever
@@ -263,6 +263,8 @@ def _contexto_do_job(job: RelatorioJob) -> dict[str, Any]:
     }
     if job.status == EstadoDoJob.PRONTO:
         contexto.update(_tabela(job))
+    elif job.status == EstadoDoJob.EXECUTANDO and parcial.ligado():
+        contexto.update(_tabela_parcial(job))
     return contexto
 
 
@@ -283,6 +285,38 @@ def _tabela(job: RelatorioJob) -> dict[str, Any]:
         "url_csv": reverse("resultado_csv", args=[job.pk]),
         "url_xlsx": reverse("resultado_xlsx", args=[job.pk]),
         "grafico": grafico.dados(job),
+    }
+
+
+def _tabela_parcial(job: RelatorioJob) -> dict[str, Any]:
+    """A running job's chunks done so far, drawn as the finished result is
+    (its first lines, its totals so far, its chart), without the files."""
+    estado = consultas.estado_do_job(tenant_id=job.tenant_id, job_id=job.pk)
+    atual = estado.parcial
+    if atual is None or not isinstance(atual["resultado"], dict):
+        return {}
+    resultado = atual["resultado"]
+    todas = resultado.get("linhas")
+    if not isinstance(todas, list):
+        return {}
+    linhas = todas[:LINHAS_NA_PAGINA]
+    colunas = celulas.colunas(job.tipo, linhas[0] if linhas else None)
+    cobre = atual["cobre"]
+    return {
+        "parcial": {
+            "feitas": atual["partes"]["feitas"],
+            "total": atual["partes"]["total"],
+            "cobre": f"{_data(cobre['inicio'])} a {_data(cobre['fim'])}"
+            if cobre
+            else None,
+        },
+        "colunas": colunas,
+        "numericas": {i for i, c in enumerate(colunas) if c.numerica},
+        "linhas": [celulas.linha_na_pagina(colunas, linha) for linha in linhas],
+        "totais": celulas.totais_na_pagina(colunas, resultado.get("totais")),
+        "n_linhas": len(todas),
+        "linhas_cortadas": len(todas) > len(linhas),
+        "grafico": grafico.dados_do_resultado(job.tipo, resultado),
     }
 
 

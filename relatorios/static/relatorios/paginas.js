@@ -2,8 +2,10 @@
 //
 // Job page: follow the job's event stream (EventSource, same origin, the
 // session's cookie); each event is the status endpoint's JSON. Update the
-// progress bar; when the status changes, swap in the server-rendered state
-// (table, CSV link, error, button), and stop once the job is finished. When
+// progress bar; when the status changes, or a running job's event says
+// more chunks are done than its partial result on the page shows, swap in
+// the server-rendered state (table, CSV link, error, button; the partial
+// result's table and chart), and stop once the job is finished. When
 // the stream is refused or unavailable (no events process, a proxy that
 // blocks it, over its cap), poll the JSON status instead, as before: first
 // after the server's Retry-After, backing off to 30 s.
@@ -48,8 +50,20 @@
     // being swapped in waits for it.
     var fila = Promise.resolve();
 
+    // How many chunks the partial result on the page has (0: none drawn).
+    function partesDesenhadas() {
+      var parcial = campo("parcial");
+      return parcial ? Number(parcial.dataset.partes) || 0 : 0;
+    }
+
     function aplicar(corpo) {
       var trocou = corpo.status !== status;
+      // A chunk finished since the partial result on the page was drawn: the
+      // server renders the new one (table, totals, chart) as it renders the
+      // final result, so the event only has to say so.
+      var parcial = corpo.resultado_parcial;
+      var redesenhar = trocou ||
+        Boolean(parcial && parcial.partes.feitas > partesDesenhadas());
       if (!trocou) {
         var barra = campo("barra");
         var texto = campo("progresso");
@@ -60,7 +74,7 @@
         status = corpo.status;
         raiz.dataset.status = status;
       };
-      return trocou ? trocarEstado().then(seguir) : Promise.resolve(seguir());
+      return redesenhar ? trocarEstado().then(seguir) : Promise.resolve(seguir());
     }
 
     function ouvir() {
