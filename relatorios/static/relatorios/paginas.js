@@ -12,6 +12,7 @@
 // Request forms: disable the button once submitted (no double requests).
 // Forms with data-confirmar: ask first (schedules' "Excluir").
 // A finished job's chart: drawn from the page's JSON with Chart.js.
+// A result's table: sorted by a column on a click of its title.
 (function () {
   "use strict";
 
@@ -43,6 +44,7 @@
       }).then(function (html) {
         raiz.innerHTML = html;
         desenharGrafico(raiz);
+        tornarOrdenavel(raiz);
       });
     }
 
@@ -195,9 +197,56 @@
     tela.closest("figure").classList.add("desenhado");
   }
 
+  // A result's table sorted by a column on a click of its title (a button,
+  // so the keyboard reaches it): by each cell's data-valor, numbers as
+  // numbers; a second click reverses. The totals row (tfoot) stays put.
+  function tornarOrdenavel(raiz) {
+    var tabelas = raiz.querySelectorAll("table[data-ordenavel]");
+    Array.prototype.forEach.call(tabelas, function (tabela) {
+      var titulos = tabela.querySelectorAll("thead th");
+      Array.prototype.forEach.call(titulos, function (th, indice) {
+        var botao = document.createElement("button");
+        botao.type = "button";
+        botao.className = "ordenar";
+        botao.textContent = th.textContent;
+        th.textContent = "";
+        th.appendChild(botao);
+        botao.addEventListener("click", function () {
+          var crescente = th.getAttribute("aria-sort") !== "ascending";
+          Array.prototype.forEach.call(titulos, function (outro) {
+            outro.removeAttribute("aria-sort");
+          });
+          th.setAttribute("aria-sort", crescente ? "ascending" : "descending");
+          ordenar(tabela, indice, th.hasAttribute("data-numerica"), crescente);
+        });
+      });
+    });
+  }
+
+  function ordenar(tabela, indice, numerica, crescente) {
+    var corpo = tabela.tBodies[0];
+    var linhas = Array.prototype.slice.call(corpo.rows).filter(function (tr) {
+      return tr.cells.length > indice;
+    });
+    function chave(tr) {
+      var valor = tr.cells[indice].dataset.valor || "";
+      if (!numerica) return valor;
+      // An empty cell (a change from zero) sorts below every number.
+      return valor === "" ? -Infinity : Number(valor);
+    }
+    linhas.sort(function (a, b) {
+      var x = chave(a), y = chave(b);
+      var ordem = numerica ? x - y : String(x).localeCompare(String(y), "pt-BR");
+      if (ordem !== ordem) ordem = 0;  // NaN
+      return crescente ? ordem : -ordem;
+    });
+    linhas.forEach(function (tr) { corpo.appendChild(tr); });
+  }
+
   var raiz = document.getElementById("job");
   if (raiz) {
     desenharGrafico(raiz);
+    tornarOrdenavel(raiz);
     acompanhar(raiz);
   }
   protegerFormularios();
