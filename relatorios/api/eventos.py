@@ -264,7 +264,7 @@ def _inicio_do_job(
     """
     linha = consultas.ler_contando(
         None,
-        colunas=f"{consultas.COLUNAS_ESTADO}, {parcial.coluna()}, greatest("
+        colunas=consultas.COLUNAS_ESTADO + ", greatest("
         "  (SELECT max(e.id) FROM relatorio_eventos e"
         "    WHERE e.tenant_id = relatorio_jobs.tenant_id AND e.id <= %s),"
         "  (SELECT max(e.id) FROM relatorio_eventos e"
@@ -275,8 +275,10 @@ def _inicio_do_job(
     )
     if linha[0] is None:
         raise Http404("job não encontrado")
-    *colunas, pecas, ultimo = linha
-    estado = consultas.com_parcial(consultas.JobEstado.da_linha(colunas), pecas)
+    *colunas, ultimo = linha
+    estado = consultas.com_parcial(
+        consultas.JobEstado.da_linha(colunas), tenant_id=tenant_id
+    )
     terminal = estado.status in TERMINAIS
     if apos is not None:
         # Unbounded: the job's own events follow its commits, and the state

@@ -17,7 +17,7 @@ from django.http import Http404
 
 from relatorios.banco.comum import ID_MAXIMO, json_do_banco
 from relatorios.jobs import parcial
-from relatorios.models import Alerta, Loja, RelatorioJob
+from relatorios.models import Alerta, EstadoDoJob, Loja, RelatorioJob
 
 
 class Contagem(Protocol):
@@ -91,29 +91,32 @@ def estado_do_job(
     Polled every two seconds by every waiting client: building and compiling
     an ORM query was most of this request's Python time (docs/benchmarks.md).
     With `contagem` the same statement counts the request against the API
-    limit (relatorios/api/limites.py): still one round trip. So does a
-    running job's partial result (`jobs.parcial.COLUNA`, NULL for the others).
+    limit (relatorios/api/limites.py): still one round trip. A running job
+    past 0% reads its partial result with a second one (`jobs.parcial.ler`).
     """
     if not 0 < job_id <= ID_MAXIMO:
         raise Http404("job não encontrado")
     linha = ler_contando(
         contagem,
-        colunas=f"{COLUNAS_ESTADO}, {parcial.coluna()}",
+        colunas=COLUNAS_ESTADO,
         juncao="relatorio_jobs ON id = %s AND tenant_id = %s",
         parametros=[job_id, tenant_id],
     )
     if linha[0] is None:
         raise Http404("job não encontrado")
-    return com_parcial(JobEstado.da_linha(linha), linha[-1])
+    return com_parcial(JobEstado.da_linha(linha), tenant_id=tenant_id)
 
 
-def com_parcial(estado: JobEstado, pecas: Any) -> JobEstado:
-    """`estado` with the partial result built from `parcial.coluna()`'s value."""
-    if pecas is None:
+def com_parcial(estado: JobEstado, *, tenant_id: int) -> JobEstado:
+    """`estado` with its partial result, when it runs and a chunk is done
+    (its progress is past 0: each chunk done moves it, up to 100 chunks)."""
+    if (
+        estado.status != EstadoDoJob.EXECUTANDO
+        or estado.progresso <= 0
+        or not parcial.ligado()
+    ):
         return estado
-    return replace(
-        estado, parcial=parcial.montar(json_do_banco(pecas), job_id=estado.id)
-    )
+    return replace(estado, parcial=parcial.ler(job_id=estado.id, tenant_id=tenant_id))
 
 
 def ler_contando(
