@@ -46,20 +46,22 @@ def env_bool(nome: str, padrao: bool) -> bool:
     return valor.strip().lower() in {"1", "true", "yes", "on", "sim"}
 
 
-def env_bool_estrito(nome: str, padrao: bool) -> bool:
-    """A boolean that refuses anything but a clear yes or no (a typo in a
-    switch must not silently mean "off")."""
+_SIM = {"1", "true", "yes", "on", "sim"}
+_NAO = {"0", "false", "no", "off", "nao", "não"}
+
+
+def env_sim_ou_nao(nome: str, padrao: bool) -> bool:
+    """A switch that refuses what it cannot read: `RELATORIOS_X=ture` stops
+    the start with a message instead of silently meaning "off"."""
     valor = os.environ.get(nome)
     if valor is None or valor.strip() == "":
         return padrao
     texto = valor.strip().lower()
-    if texto in {"1", "true", "yes", "on", "sim"}:
-        return True
-    if texto in {"0", "false", "no", "off", "nao", "não"}:
-        return False
-    raise ImproperlyConfigured(
-        f"{nome}: {valor!r} is not a boolean (use 1/0, true/false, on/off)"
-    )
+    if texto not in _SIM | _NAO:
+        raise ImproperlyConfigured(
+            f"{nome}={valor!r} is not a switch: use true or false (1/0, on/off)"
+        )
+    return texto in _SIM
 
 
 def env_list(nome: str, padrao: list[str]) -> list[str]:
@@ -494,7 +496,7 @@ RELATORIOS_MARGEM_HARD_STOP_S = env_int("RELATORIOS_MARGEM_HARD_STOP_S", 30)
 # Reports a tenant asks on a pattern (yesterday's sales every morning, last
 # week every Monday, the previous month on the first working day) are
 # computed before they are asked, in idle capacity. Off: no pass runs.
-RELATORIOS_ANTECIPAR = env_bool_estrito("RELATORIOS_ANTECIPAR", True)
+RELATORIOS_ANTECIPAR = env_sim_ou_nao("RELATORIOS_ANTECIPAR", True)
 # How often each cluster runs the pass (each report is submitted once a day
 # whatever the number of clusters: the submit's dedup by chave).
 RELATORIOS_ANTECIPAR_S = env_float("RELATORIOS_ANTECIPAR_S", 300.0)
@@ -603,6 +605,11 @@ RELATORIOS_EVENTOS_MAX_POR_TOKEN = env_int("RELATORIOS_EVENTOS_MAX_POR_TOKEN", 2
 RELATORIOS_EVENTOS_MAX_POR_PROCESSO = env_int(
     "RELATORIOS_EVENTOS_MAX_POR_PROCESSO", 10_000
 )
+
+# The chunks a running job has finished, combined, in its status
+# (`resultado_parcial`) and on its page as they complete (docs/api.md). Off:
+# a running job's status is only its progress, as before issue 34.
+RELATORIOS_RESULTADO_PARCIAL = env_sim_ou_nao("RELATORIOS_RESULTADO_PARCIAL", True)
 
 # --- Retention ---------------------------------------------------------------------
 

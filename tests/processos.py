@@ -33,6 +33,7 @@ TIPOS_DE_TESTE = ",".join(
         "Dorminhoco",
         "Fechamento",
         "Volumoso",
+        "VendasEmEspera",
     )
 )
 

@@ -14,6 +14,7 @@ from rest_framework import serializers
 from relatorios.models.erp import Loja, Venda
 from relatorios.tipos.base import Contexto, Parcial, Parte, TipoRelatorio, meses
 from relatorios.tipos.colunas import Coluna
+from relatorios.tipos.vendas import Vendas
 
 
 class LinhaDeTesteSerializer(serializers.Serializer):
@@ -281,3 +282,26 @@ class Volumoso(TipoRelatorio):
     ) -> dict[str, Any]:
         linhas = [linha for p in parciais for linha in p["linhas"]]
         return {"linhas": linhas, "totais": {"itens": sum(x["itens"] for x in linhas)}}
+
+
+class VendasEmEspera(Vendas):
+    """Sales per period and store, whose chunks after the first wait for the
+    advisory lock RELATORIOS_TESTE_TRAVA (a test holds it): a report caught
+    running with its first chunk done, for as long as the test needs."""
+
+    tipo = "teste_vendas_em_espera"
+    titulo = "Vendas em espera"
+
+    def gerar_parte(
+        self,
+        cursor: CursorWrapper,
+        ctx: Contexto,
+        params: Mapping[str, Any],
+        parte: Parte,
+    ) -> Parcial:
+        trava = os.environ.get("RELATORIOS_TESTE_TRAVA")
+        if trava and parte["inicio"] > params["inicio"]:
+            # Shared, in the chunk's own read-only transaction: released
+            # with it, and never in another chunk's way.
+            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [int(trava)])
+        return super().gerar_parte(cursor, ctx, params, parte)

@@ -64,7 +64,7 @@ from relatorios.eventos.central import (
     central,
 )
 from relatorios.eventos.leitura import Aviso
-from relatorios.jobs import consultas
+from relatorios.jobs import consultas, parcial
 from relatorios.models import EstadoDoJob
 from relatorios.models.jobs import TERMINAIS
 
@@ -276,7 +276,9 @@ def _inicio_do_job(
     if linha[0] is None:
         raise Http404("job não encontrado")
     *colunas, ultimo = linha
-    estado = consultas.JobEstado.da_linha(colunas)
+    estado = consultas.com_parcial(
+        consultas.JobEstado.da_linha(colunas), tenant_id=tenant_id
+    )
     terminal = estado.status in TERMINAIS
     if apos is not None:
         # Unbounded: the job's own events follow its commits, and the state
@@ -422,7 +424,7 @@ async def _quadro_do_job(aviso: Aviso) -> tuple[bytes, bool]:
     async def fazer() -> tuple[bytes, bool]:
         dados = aviso.dados
         atual = None
-        if dados.get("status") == EstadoDoJob.PRONTO:
+        if dados.get("status") == EstadoDoJob.PRONTO or _com_parcial(dados):
             atual = await sync_to_async(consultas.estado_do_job)(
                 tenant_id=aviso.tenant_id, job_id=int(dados["id"])
             )
@@ -477,13 +479,26 @@ def _lacuna(apos: int) -> bytes:
     return f"event: lacuna\ndata: {texto}\n\n".encode()
 
 
+def _com_parcial(dados: dict[str, Any]) -> bool:
+    """A running job's progress past 0: a chunk finished, and its frame
+    carries the partial result as the status endpoint shows it."""
+    return (
+        dados.get("status") == EstadoDoJob.EXECUTANDO
+        and int(dados.get("progresso") or 0) > 0
+        and parcial.ligado()
+    )
+
+
 def _instante(valor: Any) -> datetime | None:
     return None if valor is None else datetime.fromisoformat(valor)
 
 
 def _estado(dados: dict[str, Any], atual: consultas.JobEstado | None) -> Any:
     """The job as the event saw it; a `pronto`'s result from its current row
-    when that is still the same end (else null: the job started over)."""
+    when that is still the same end (else null: the job started over); a
+    running job's partial result from its current row when it still runs
+    the same attempt (it may have finished more chunks since the event:
+    never fewer, and never another attempt's)."""
     concluido_em = _instante(dados.get("concluido_em"))
     resultado = None
     if (
@@ -492,6 +507,13 @@ def _estado(dados: dict[str, Any], atual: consultas.JobEstado | None) -> Any:
         and atual.concluido_em == concluido_em
     ):
         resultado = atual.resultado
+    resultado_parcial = None
+    if (
+        atual is not None
+        and atual.status == EstadoDoJob.EXECUTANDO == dados.get("status")
+        and atual.tentativas == dados.get("tentativas")
+    ):
+        resultado_parcial = atual.parcial
     return consultas.JobEstado(
         id=int(dados["id"]),
         status=str(dados["status"]),
@@ -503,6 +525,7 @@ def _estado(dados: dict[str, Any], atual: consultas.JobEstado | None) -> Any:
         expira_em=_instante(dados.get("expira_em")),
         tentativas=int(dados.get("tentativas") or 0),
         proxima_tentativa_em=_instante(dados.get("proxima_tentativa_em")),
+        parcial=resultado_parcial,
     )
 
 

@@ -86,14 +86,20 @@ def corpo_aceito(job: Any) -> dict[str, Any]:
 
 
 def corpo_em_andamento(job: Any) -> dict[str, Any]:
-    """Status of a pending or running job; a retry shows when it is due."""
-    return {
+    """Status of a pending or running job; a retry shows when it is due.
+    A running job with a chunk done adds its partial result (`jobs.parcial`),
+    money already as strings, as the chunks hold it."""
+    corpo = {
         "id": _inteiro(job.id),
         "status": _texto(job.status),
         "progresso": _inteiro(job.progresso),
         "tentativas": _inteiro(job.tentativas),
         "proxima_tentativa_em": data_hora(job.proxima_tentativa_em),
     }
+    parcial = getattr(job, "parcial", None)
+    if parcial is not None:
+        corpo["resultado_parcial"] = parcial
+    return corpo
 
 
 def corpo_pronto(job: Any) -> dict[str, Any]:

@@ -42,8 +42,31 @@ def na_pagina(coluna: Coluna, valor: Any) -> str:
         numero = _decimal(valor)
         if numero is not None and numero.is_finite():
             if coluna.formato == "percentual":
-                return _numero_na_pagina(numero.scaleb(2)) + "%"
+                texto = _numero_na_pagina(numero.scaleb(2)) + "%"
+                if coluna.variacao and numero:
+                    # A minus sign, not a hyphen; a plus on a rise.
+                    texto = texto.replace("-", "−") if numero < 0 else "+" + texto
+                return texto
             return _numero_na_pagina(numero)
+    return str(valor)
+
+
+def sentido(coluna: Coluna, valor: Any) -> str:
+    """ "alta", "queda" or "" : how the page colours a change (`variacao`)."""
+    if not coluna.variacao:
+        return ""
+    numero = _decimal(valor)
+    if numero is None or not numero.is_finite() or numero == 0:
+        return ""
+    return "alta" if numero > 0 else "queda"
+
+
+def chave_de_ordem(coluna: Coluna, valor: Any) -> str:
+    """What the page's sorting compares in a cell: the number itself for a
+    numeric column ("1234.5", not "1.234,50"), the value as stored for the
+    others (a period "2026-01-05" sorts as text)."""
+    if valor is None:
+        return ""
     return str(valor)
 
 
@@ -59,6 +82,21 @@ def _numero_na_pagina(numero: Decimal) -> str:
 
 def linha_na_pagina(cols: Sequence[Coluna], linha: Mapping[str, Any]) -> list[str]:
     return [na_pagina(c, linha.get(c.campo)) for c in cols]
+
+
+def linha_na_tabela(
+    cols: Sequence[Coluna], linha: Mapping[str, Any]
+) -> list[tuple[str, str, str]]:
+    """The job page's cells: the text shown, the key it sorts by, and its
+    CSS classes ("num" for a number, "alta"/"queda" for a change)."""
+    celulas = []
+    for c in cols:
+        valor = linha.get(c.campo)
+        classes = " ".join(
+            x for x in ("num" if c.numerica else "", sentido(c, valor)) if x
+        )
+        celulas.append((na_pagina(c, valor), chave_de_ordem(c, valor), classes))
+    return celulas
 
 
 def totais_na_pagina(

@@ -4,7 +4,10 @@ What the CSV cannot carry, a workbook does:
 - numbers are numbers and dates are dates (a month is its first day shown as
   `mm/aaaa`), whatever the reader's locale;
 - money has a money format, other decimals their own places;
-- the header row is bold and frozen, the columns have widths;
+- a header block above the table says what it is: the report, its period,
+  its stores, and when it was generated, in the tenant's time zone;
+- the header row is bold, frozen and has an AutoFilter over the lines; the
+  columns have widths;
 - the totals row is a `SUM` formula over each numeric column, stored with the
   result's own total as its cached value (a viewer that does not recompute
   shows the right number; Excel recomputes it from the cells);
@@ -28,13 +31,14 @@ from datetime import date
 from decimal import Decimal, InvalidOperation
 from itertools import chain
 from typing import IO, Any
+from zoneinfo import ZoneInfo
 
 import xlsxwriter
 from xlsxwriter.utility import xl_rowcol_to_cell
 from xlsxwriter.worksheet import Worksheet
 
 from relatorios import tipos
-from relatorios.apresentacao import celulas
+from relatorios.apresentacao import celulas, periodos
 from relatorios.models import RelatorioJob
 from relatorios.models.jobs import linhas_do_resultado, totais_do_resultado
 from relatorios.tipos.colunas import Coluna
@@ -81,6 +85,11 @@ def gravar_xlsx(job: RelatorioJob, destino: str | IO[bytes]) -> int:
         livro.close()
 
 
+# The table's header row (0-based): under the header block (`_bloco`) and
+# a blank row.
+TOPO = 5
+
+
 def _escrever(livro: xlsxwriter.Workbook, job: RelatorioJob) -> int:
     folha = livro.add_worksheet(_titulo_da_folha(job.tipo))
     estilos = _Estilos(livro)
@@ -88,19 +97,52 @@ def _escrever(livro: xlsxwriter.Workbook, job: RelatorioJob) -> int:
     primeira = next(linhas, None)
     colunas = celulas.colunas(job.tipo, primeira)
     # Widths and the frozen header first: constant_memory writes the sheet's
-    # layout before its rows, and each row as it comes.
+    # layout before its rows, and each row as it comes (so the block above
+    # the table is written first, in row order, too).
     for indice, coluna in enumerate(colunas):
         folha.set_column(indice, indice, _largura(coluna))
-    folha.freeze_panes(1, 0)
+    folha.freeze_panes(TOPO + 1, 0)
+    _bloco(folha, job, estilos)
     for indice, coluna in enumerate(colunas):
-        folha.write_string(0, indice, coluna.titulo, estilos.cabecalho)
+        folha.write_string(TOPO, indice, coluna.titulo, estilos.cabecalho)
     n = 0
     if primeira is not None:
         for n, linha in enumerate(chain([primeira], linhas), start=1):
             for indice, coluna in enumerate(colunas):
-                _celula(folha, n, indice, coluna, linha.get(coluna.campo), estilos)
+                valor = linha.get(coluna.campo)
+                _celula(folha, TOPO + n, indice, coluna, valor, estilos)
+    # The filter's range is the header and the lines, not the Total row.
+    folha.autofilter(TOPO, 0, TOPO + n, max(0, len(colunas) - 1))
     _totais(folha, n, colunas, totais_do_resultado(job), estilos)
     return n
+
+
+def _bloco(folha: Worksheet, job: RelatorioJob, estilos: _Estilos) -> None:
+    """The rows above the table: the report's title, then what it covers and
+    when it was made, label and value (text cells: never a formula)."""
+    params = job.params_dict()
+    lojas = params.get("lojas") or []
+    fuso = job.tenant.fuso_horario
+    gerado = job.concluido_em.astimezone(ZoneInfo(fuso)) if job.concluido_em else None
+    folha.write_string(0, 0, _titulo(job.tipo), estilos.titulo)
+    for linha, (rotulo, valor) in enumerate(
+        (
+            (
+                "Período",
+                periodos.periodo(params["inicio"], params["fim"])
+                if "inicio" in params and "fim" in params
+                else "",
+            ),
+            ("Lojas", ", ".join(lojas) if lojas else "todas as lojas"),
+            (
+                "Gerado em",
+                f"{gerado:%d/%m/%Y %H:%M} ({fuso})" if gerado else "",
+            ),
+        ),
+        start=1,
+    ):
+        folha.write_string(linha, 0, rotulo, estilos.rotulo)
+        folha.write_string(linha, 1, valor)
 
 
 class _Estilos:
@@ -108,6 +150,8 @@ class _Estilos:
 
     def __init__(self, livro: xlsxwriter.Workbook) -> None:
         self.cabecalho = livro.add_format({"bold": True, "bottom": 1})
+        self.titulo = livro.add_format({"bold": True, "font_size": 14})
+        self.rotulo = livro.add_format({"bold": True})
         self.numeros = {
             nome: livro.add_format({"num_format": f}) for nome, f in _FORMATOS.items()
         }
@@ -164,7 +208,7 @@ def _totais(
     ]
     if not somadas:
         return  # nothing this table totals: no empty Total row
-    linha = n + 1
+    linha = TOPO + n + 1
     folha.write_string(linha, 0, "Total", estilos.total)
     for indice, coluna in somadas:
         numero = _numero(totais[coluna.campo])
@@ -177,7 +221,8 @@ def _totais(
         if n == 0:  # no lines to sum
             folha.write_number(linha, indice, valor, formato)
             continue
-        de, ate = xl_rowcol_to_cell(1, indice), xl_rowcol_to_cell(n, indice)
+        de = xl_rowcol_to_cell(TOPO + 1, indice)
+        ate = xl_rowcol_to_cell(TOPO + n, indice)
         folha.write_formula(linha, indice, f"=SUM({de}:{ate})", formato, valor)
 
 
@@ -207,10 +252,13 @@ def _largura(coluna: Coluna) -> float:
     return max(base, len(coluna.titulo) + 2)
 
 
-def _titulo_da_folha(tipo: str) -> str:
+def _titulo(tipo: str) -> str:
     try:
-        titulo = tipos.obter(tipo).titulo
+        return tipos.obter(tipo).titulo
     except tipos.TipoDesconhecido:
-        titulo = tipo
+        return tipo
+
+
+def _titulo_da_folha(tipo: str) -> str:
     # Excel's rules for a sheet name: 31 characters, none of []:*?/\
-    return re.sub(r"[\[\]:*?/\\]", " ", titulo)[:31] or "Resultado"
+    return re.sub(r"[\[\]:*?/\\]", " ", _titulo(tipo))[:31] or "Resultado"

@@ -8,7 +8,7 @@ so its existence never leaks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -16,7 +16,8 @@ from django.db import connection
 from django.http import Http404
 
 from relatorios.banco.comum import ID_MAXIMO, json_do_banco
-from relatorios.models import Alerta, Loja, RelatorioJob
+from relatorios.jobs import parcial
+from relatorios.models import Alerta, EstadoDoJob, Loja, RelatorioJob
 
 
 class Contagem(Protocol):
@@ -62,6 +63,9 @@ class JobEstado:
     expira_em: datetime | None
     tentativas: int
     proxima_tentativa_em: datetime | None
+    # A running job's chunks done so far, combined (`jobs.parcial`): only
+    # from the status read, and only when a chunk is done.
+    parcial: dict[str, Any] | None = None
 
     @classmethod
     def da_linha(cls, linha: Sequence[Any]) -> JobEstado:
@@ -87,7 +91,8 @@ def estado_do_job(
     Polled every two seconds by every waiting client: building and compiling
     an ORM query was most of this request's Python time (docs/historico/benchmarks.md).
     With `contagem` the same statement counts the request against the API
-    limit (relatorios/api/limites.py): still one round trip.
+    limit (relatorios/api/limites.py): still one round trip. A running job
+    past 0% reads its partial result with a second one (`jobs.parcial.ler`).
     """
     if not 0 < job_id <= ID_MAXIMO:
         raise Http404("job não encontrado")
@@ -99,7 +104,19 @@ def estado_do_job(
     )
     if linha[0] is None:
         raise Http404("job não encontrado")
-    return JobEstado.da_linha(linha)
+    return com_parcial(JobEstado.da_linha(linha), tenant_id=tenant_id)
+
+
+def com_parcial(estado: JobEstado, *, tenant_id: int) -> JobEstado:
+    """`estado` with its partial result, when it runs and a chunk is done
+    (its progress is past 0: each chunk done moves it, up to 100 chunks)."""
+    if (
+        estado.status != EstadoDoJob.EXECUTANDO
+        or estado.progresso <= 0
+        or not parcial.ligado()
+    ):
+        return estado
+    return replace(estado, parcial=parcial.ler(job_id=estado.id, tenant_id=tenant_id))
 
 
 def ler_contando(

@@ -17,13 +17,15 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import formats, timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from relatorios import tipos
 from relatorios.agendamentos import aberturas
 from relatorios.apresentacao import celulas, grafico
-from relatorios.jobs import antecipacao, consultas, pedidos
+from relatorios.apresentacao.periodos import data as _data
+from relatorios.apresentacao.periodos import mes_por_extenso, resumo_dos_params
+from relatorios.jobs import antecipacao, consultas, parcial, pedidos
 from relatorios.models import EstadoDoJob, Periodo, RelatorioJob
 from relatorios.models.jobs import ATIVOS, linhas_do_resultado
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
@@ -309,6 +311,8 @@ def _contexto_do_job(job: RelatorioJob) -> dict[str, Any]:
     }
     if job.status == EstadoDoJob.PRONTO:
         contexto.update(_tabela(job))
+    elif job.status == EstadoDoJob.EXECUTANDO and parcial.ligado():
+        contexto.update(_tabela_parcial(job))
     return contexto
 
 
@@ -318,37 +322,71 @@ def _tabela(job: RelatorioJob) -> dict[str, Any]:
         # A result without lines (not a table): shown as it is.
         return {"resultado_bruto": resumo.resto}
     linhas = list(linhas_do_resultado(job, limite=LINHAS_NA_PAGINA))
-    colunas = celulas.colunas(job.tipo, linhas[0] if linhas else None)
     return {
-        "colunas": colunas,
-        "numericas": {i for i, c in enumerate(colunas) if c.numerica},
-        "linhas": [celulas.linha_na_pagina(colunas, linha) for linha in linhas],
-        "totais": celulas.totais_na_pagina(colunas, resumo.resto.get("totais")),
-        "n_linhas": resumo.n_linhas,
-        "linhas_cortadas": resumo.n_linhas > len(linhas),
+        **_na_tabela(job, linhas, resumo.n_linhas, resumo.resto),
         "url_csv": reverse("resultado_csv", args=[job.pk]),
         "url_xlsx": reverse("resultado_xlsx", args=[job.pk]),
         "grafico": grafico.dados(job),
     }
 
 
-def resumo_dos_params(params: dict[str, Any]) -> str:
-    """ "01/01/2026 a 31/01/2026 · por dia · lojas L001, L002"."""
-    partes = []
-    if "inicio" in params and "fim" in params:
-        partes.append(f"{_data(params['inicio'])} a {_data(params['fim'])}")
-    if "agrupar" in params:
-        partes.append("por mês" if params["agrupar"] == "mes" else "por dia")
-    lojas = params.get("lojas") or []
-    if not lojas:
-        partes.append("todas as lojas")
-    elif len(lojas) <= 5:
-        partes.append("lojas " + ", ".join(lojas))
-    else:
-        partes.append(f"{len(lojas)} lojas")
-    return " · ".join(partes)
+def _na_tabela(
+    job: RelatorioJob,
+    linhas: list[dict[str, Any]],
+    n_linhas: int,
+    resto: dict[str, Any],
+) -> dict[str, Any]:
+    """The table of a result (finished or partial): its first lines, and a
+    totals row that says what it totals when the table shows only part."""
+    colunas = celulas.colunas(job.tipo, linhas[0] if linhas else None)
+    totais = celulas.totais_na_pagina(colunas, resto.get("totais"))
+    cortadas = n_linhas > len(linhas)
+    if totais and cortadas:
+        # The totals are of every line, not of the ones on the page.
+        n = formats.number_format(n_linhas, use_l10n=True, force_grouping=True)
+        totais[0] = f"Total do período, todas as {n} linhas"
+    return {
+        "colunas": colunas,
+        "linhas": [celulas.linha_na_tabela(colunas, linha) for linha in linhas],
+        "totais": totais,
+        "n_linhas": n_linhas,
+        "linhas_cortadas": cortadas,
+        "comparacao": _comparacao(resto),
+    }
 
 
-def _data(iso: str) -> str:
-    ano, mes, dia = iso.split("-")
-    return f"{dia}/{mes}/{ano}"
+def _comparacao(resto: dict[str, Any]) -> str | None:
+    """The heading of a result that compares a month with the one before
+    (`fechamento`): "novembro de 2026 comparado com outubro de 2026"."""
+    mes, anterior = resto.get("mes"), resto.get("mes_anterior")
+    if not (isinstance(mes, str) and isinstance(anterior, str)):
+        return None
+    try:
+        return f"{mes_por_extenso(mes)} comparado com {mes_por_extenso(anterior)}"
+    except ValueError:
+        return None
+
+
+def _tabela_parcial(job: RelatorioJob) -> dict[str, Any]:
+    """A running job's chunks done so far, drawn as the finished result is
+    (its first lines, its totals so far, its chart), without the files."""
+    estado = consultas.estado_do_job(tenant_id=job.tenant_id, job_id=job.pk)
+    atual = estado.parcial
+    if atual is None or not isinstance(atual["resultado"], dict):
+        return {}
+    resultado = atual["resultado"]
+    todas = resultado.get("linhas")
+    if not isinstance(todas, list):
+        return {}
+    cobre = atual["cobre"]
+    return {
+        "parcial": {
+            "feitas": atual["partes"]["feitas"],
+            "total": atual["partes"]["total"],
+            "cobre": f"{_data(cobre['inicio'])} a {_data(cobre['fim'])}"
+            if cobre
+            else None,
+        },
+        **_na_tabela(job, todas[:LINHAS_NA_PAGINA], len(todas), resultado),
+        "grafico": grafico.dados_do_resultado(job.tipo, job.params_dict(), resultado),
+    }

@@ -44,6 +44,9 @@ class Coluna:
     formato: Formato = "texto"
     largura: int | None = None
     total: Total = "soma"
+    # A change (a "percentual" against a period before): the page shows it
+    # signed (+12,34% / −3,10%) and coloured up or down.
+    variacao: bool = False
 
     @property
     def numerica(self) -> bool:
@@ -65,8 +68,8 @@ class Grafico:
     value of it), in SQL (`apresentacao.grafico`); `valor` is a numeric
     column. `ordem` "eixo" keeps the axis in its natural order (periods in
     time), "menores"/"maiores" sorts by the value and keeps `limite` of them.
-    `rotulo` names the axis's points when `eixo` is a code. Each is a column
-    of the type.
+    `rotulo` names the axis's points when `eixo` is a code, `rotulo_da_serie`
+    the series when `serie` is one. Each is a column of the type.
     """
 
     forma: Literal["linha", "barra"]
@@ -75,5 +78,7 @@ class Grafico:
     valor: str
     serie: str | None = None
     rotulo: str | None = None
+    # The name a series is shown by in the legend, when `serie` is a code.
+    rotulo_da_serie: str | None = None
     ordem: Literal["eixo", "menores", "maiores"] = "eixo"
     limite: int | None = None

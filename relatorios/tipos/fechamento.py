@@ -92,7 +92,11 @@ def _mudanca(figura: str, titulo: str) -> Coluna:
     # The totals' change is not a sum of the stores' changes: the .xlsx's
     # Total row shows the result's own.
     return Coluna(
-        f"variacao_{figura}", f"{titulo} × mês anterior", "percentual", total="valor"
+        f"variacao_{figura}",
+        f"{titulo} × mês anterior",
+        "percentual",
+        total="valor",
+        variacao=True,
     )
 
 

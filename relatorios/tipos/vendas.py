@@ -66,6 +66,7 @@ class Vendas(TipoRelatorio):
         eixo="periodo",
         valor="receita",
         serie="loja",
+        rotulo_da_serie="loja_nome",
     )
     resultado = ResultadoVendasSerializer
     exemplo = {

@@ -115,7 +115,7 @@ def _grafico(grafico: Any, colunas: Sequence[Coluna]) -> list[str]:
     por_campo = {coluna.campo: coluna for coluna in colunas}
     achados = [
         f"grafico.{nome} {campo!r} is not a column"
-        for nome in ("eixo", "valor", "serie", "rotulo")
+        for nome in ("eixo", "valor", "serie", "rotulo", "rotulo_da_serie")
         if (campo := getattr(grafico, nome)) is not None and campo not in por_campo
     ]
     if grafico.valor in por_campo and not por_campo[grafico.valor].numerica:

@@ -343,7 +343,8 @@ def test_fechamento_mensal_falha_alerta_e_termina_com_a_contabilidade_com_o_arqu
         f"{ocorrencia.params['fim']}_job{job.pk}.xlsx"
     ]
     planilha = openpyxl.load_workbook(io.BytesIO(anexos[0].get_content())).active
-    assert [[c.value for c in linha] for linha in planilha.iter_rows()] == [
+    # The table, under the header block (excel.TOPO).
+    assert [[c.value for c in linha] for linha in planilha.iter_rows(min_row=6)] == [
         ["loja", "nome"],
         ["L001", lojas[0].nome],
         ["L002", "Loja Norte"],

@@ -175,13 +175,13 @@ def test_a_planilha_anexada_e_o_resultado(tenant: Tenant) -> None:
     folha = openpyxl.load_workbook(io.BytesIO(conteudo), data_only=True).active
 
     assert tipo.startswith("application/vnd.openxmlformats")
-    assert folha["A1"].value == "Período"
-    assert [folha.cell(2, c).value for c in (2, 3, 4)] == [
+    assert folha["A6"].value == "Período"
+    assert [folha.cell(7, c).value for c in (2, 3, 4)] == [
         "L001",
         "Loja São João",
         1200,
     ]
-    assert folha["D4"].value == 1205
+    assert folha["D9"].value == 1205
 
 
 def test_o_link_abre_o_arquivo_sem_login_e_nada_mais(
@@ -216,7 +216,7 @@ def test_o_link_abre_o_arquivo_sem_login_e_nada_mais(
     assert valido["Content-Type"].startswith("application/vnd.openxmlformats")
     assert valido["X-Robots-Tag"] == "noindex"
     conteudo = b"".join(valido.streaming_content)
-    assert openpyxl.load_workbook(io.BytesIO(conteudo)).active["A1"].value == "Período"
+    assert openpyxl.load_workbook(io.BytesIO(conteudo)).active["A6"].value == "Período"
     assert (adulterado.status_code, lixo.status_code, longo.status_code) == (404,) * 3
     assert trocado.status_code == 410
     assert recomputado.status_code == 410

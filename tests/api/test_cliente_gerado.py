@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from datetime import date
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,6 +25,7 @@ import pytest
 from relatorios.jobs import suporte
 from relatorios.models import RelatorioJob, Tenant
 from tests import helpers, processos
+from tests.api.test_resultado_parcial import executar_ate
 from tests.paginas.test_navegador import com_vendas
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
@@ -189,3 +191,36 @@ def test_cliente_gerado_le_o_erro_tipado_de_um_400(
     assert resposta.parsed.campo == "fim"
     assert resposta.parsed.erro == json.loads(resposta.content)["erro"]
     assert RelatorioJob.objects.count() == 0
+
+
+def test_cliente_gerado_le_o_resultado_parcial_tipado(
+    conexao: tuple[ModuleType, Any, Callable[[str], Any]], tenant: Tenant
+) -> None:
+    gerado, cliente, bruto = conexao
+    com_vendas(tenant)
+    modelos = modulo(gerado, "models")
+    submeter = modulo(gerado, "api.relatórios.submeter_vendas")
+    estado_do_job = modulo(gerado, "api.relatórios.estado_do_job")
+    aceito = submeter.sync(
+        client=cliente,
+        body=modelos.Parametros(
+            inicio="2026-01-01", fim="2026-02-28", agrupar=modelos.AgruparEnum.DIA
+        ),
+    )
+    # The worker's first chunk, in this process; the second never runs.
+    executar_ate(tenant, aceito.id, 1)
+
+    executando = estado_do_job.sync(job_id=aceito.id, client=cliente)
+    corpo = bruto(f"/relatorios/jobs/{aceito.id}")
+
+    assert isinstance(executando, modelos.JobEmAndamento)
+    assert executando.status == modelos.StatusEmAndamentoEnum.EXECUTANDO
+    parcial = executando.resultado_parcial
+    assert isinstance(parcial, modelos.ResultadoParcial)
+    assert (parcial.partes.feitas, parcial.partes.total) == (1, 2)
+    assert (parcial.cobre.inicio, parcial.cobre.fim) == (
+        date(2026, 1, 1),
+        date(2026, 1, 31),
+    )
+    assert parcial.to_dict() == corpo["resultado_parcial"]
+    assert len(corpo["resultado_parcial"]["resultado"]["linhas"]) == 2

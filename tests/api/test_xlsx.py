@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 import urllib.request
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -14,7 +14,7 @@ from django.test import Client
 from openpyxl.worksheet.worksheet import Worksheet
 
 from relatorios.jobs import pedidos
-from relatorios.models import Tenant
+from relatorios.models import RelatorioJob, Tenant
 from tests import helpers
 from tests.api.test_csv import LINHAS, job_pronto
 
@@ -82,7 +82,7 @@ def test_numeros_datas_dinheiro_texto_e_totais_em_formula(tenant: Tenant) -> Non
     )
     assert resposta["Cache-Control"] == "private, no-store"
     assert folha.title == "Vendas por período e loja"
-    assert linhas[0] == (
+    assert linhas[5] == (
         "Período",
         "Loja",
         "Nome da loja",
@@ -90,9 +90,10 @@ def test_numeros_datas_dinheiro_texto_e_totais_em_formula(tenant: Tenant) -> Non
         "Quantidade",
         "Receita (R$)",
     )
-    assert folha.freeze_panes == "A2"
+    assert folha.freeze_panes == "A7"
+    assert folha.auto_filter.ref == "A6:F8"
     # Each line's cells are the JSON's values, typed.
-    for numero, esperado in enumerate(LINHAS, start=2):
+    for numero, esperado in enumerate(LINHAS, start=7):
         periodo, loja, nome, vendas, quantidade, receita = (
             folha.cell(numero, c) for c in range(1, 7)
         )
@@ -107,10 +108,10 @@ def test_numeros_datas_dinheiro_texto_e_totais_em_formula(tenant: Tenant) -> Non
         assert Decimal(str(receita.value)) == Decimal(esperado["receita"])
         assert "R$" in receita.number_format
     # The totals row is a formula over the lines, cached as the result's totals.
-    assert linhas[3][0] == "Total"
-    assert linhas[3][3:] == ("=SUM(D2:D3)", "=SUM(E2:E3)", "=SUM(F2:F3)")
-    assert [c.value for c in cacheada[4]][3:5] == [1205, 3393]
-    assert Decimal(str(cacheada["F4"].value)) == Decimal("123446.28")
+    assert linhas[8][0] == "Total"
+    assert linhas[8][3:] == ("=SUM(D7:D8)", "=SUM(E7:E8)", "=SUM(F7:F8)")
+    assert [c.value for c in cacheada[9]][3:5] == [1205, 3393]
+    assert Decimal(str(cacheada["F9"].value)) == Decimal("123446.28")
     assert folha.column_dimensions["C"].width >= 20
 
 
@@ -122,14 +123,14 @@ def test_dia_taxa_e_um_nome_que_parece_formula_ficam_o_que_sao(
 
     folha = abrir(corpo_de(baixar(helpers.cliente_com_token(token), job_id)))
 
-    assert folha["A2"].value == datetime(2026, 1, 5)
-    assert folha["A2"].number_format == "dd/mm/yyyy"
-    assert folha["D2"].value == pytest.approx(0.035)
-    assert "R$" not in folha["D2"].number_format
-    assert (folha["C3"].value, folha["C3"].data_type) == ("@Bruno", "s")
-    assert folha["E4"].value == "=SUM(E2:E3)"
-    assert folha["F4"].value == "=SUM(F2:F3)"
-    assert "R$" in folha["F2"].number_format
+    assert folha["A7"].value == datetime(2026, 1, 5)
+    assert folha["A7"].number_format == "dd/mm/yyyy"
+    assert folha["D7"].value == pytest.approx(0.035)
+    assert "R$" not in folha["D7"].number_format
+    assert (folha["C8"].value, folha["C8"].data_type) == ("@Bruno", "s")
+    assert folha["E9"].value == "=SUM(E7:E8)"
+    assert folha["F9"].value == "=SUM(F7:F8)"
+    assert "R$" in folha["F7"].number_format
 
 
 def test_sem_linhas_o_total_e_o_numero_do_resultado(tenant: Tenant) -> None:
@@ -143,9 +144,9 @@ def test_sem_linhas_o_total_e_o_numero_do_resultado(tenant: Tenant) -> None:
         )
     )
 
-    assert len(linhas) == 2
-    assert linhas[1][0] == "Total"
-    assert linhas[1][3] == 0
+    assert len(linhas) == 7
+    assert linhas[6][0] == "Total"
+    assert linhas[6][3] == 0
 
 
 def test_pendente_e_409_e_de_outro_tenant_e_404(
@@ -189,4 +190,29 @@ def test_pelo_servidor_real_o_arquivo_abre(tenant: Tenant, servidor: str) -> Non
 
     assert cabecalhos["Content-Type"] == XLSX
     assert int(cabecalhos["Content-Length"]) == len(corpo)
-    assert abrir(corpo)["D4"].value == "=SUM(D2:D3)"
+    assert abrir(corpo)["D9"].value == "=SUM(D7:D8)"
+
+
+def test_bloco_de_cabecalho_diz_relatorio_periodo_lojas_e_quando_no_fuso_do_tenant(
+    tenant: Tenant,
+) -> None:
+    _, token = helpers.criar_usuario(tenant)
+    job_id = job_pronto(tenant, resultado=VENDAS)
+    RelatorioJob.objects.filter(pk=job_id).update(
+        concluido_em=datetime(2026, 2, 1, 2, 30, tzinfo=UTC)
+    )
+
+    folha = abrir(corpo_de(baixar(helpers.cliente_com_token(token), job_id)))
+    bloco = [[c.value for c in linha][:2] for linha in folha.iter_rows(max_row=5)]
+
+    assert bloco == [
+        ["Vendas por período e loja", None],
+        ["Período", "janeiro de 2026"],
+        ["Lojas", "todas as lojas"],
+        # 02:30 UTC is 23:30 of the day before in São Paulo (UTC-3).
+        ["Gerado em", "31/01/2026 23:30 (America/Sao_Paulo)"],
+        [None, None],
+    ]
+    # The filter covers the header and the lines, not the Total row.
+    assert folha.auto_filter.ref == "A6:F8"
+    assert folha["A9"].value == "Total"

@@ -90,10 +90,10 @@ def test_o_total_de_uma_razao_e_o_do_resultado_e_o_de_dinheiro_uma_soma(
 ) -> None:
     folha = planilha(tenant)
 
-    assert [c.value for c in folha[4]] == ["Total", None, "=SUM(C2:C3)", 0.25, None]
-    assert folha["D2"].value == 0.1
-    assert folha["D2"].number_format == "0.00%"
-    assert folha["D4"].number_format == "0.00%"
+    assert [c.value for c in folha[9]] == ["Total", None, "=SUM(C7:C8)", 0.25, None]
+    assert folha["D7"].value == 0.1
+    assert folha["D7"].number_format == "0.00%"
+    assert folha["D9"].number_format == "0.00%"
 
 
 def test_a_largura_declarada_na_coluna_vale_na_planilha(tenant: Tenant) -> None:

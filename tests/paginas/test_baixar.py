@@ -114,7 +114,9 @@ def test_o_arquivo_e_feito_uma_vez_e_servido_do_que_foi_guardado(
     assert len(set(corpos)) == 1
     assert int(respostas[0]["Content-Length"]) == len(corpos[0])
     folha = openpyxl.load_workbook(io.BytesIO(corpos[0])).active
-    assert folha.max_row == 1 + 30  # header and lines (no numeric column to total)
+    # The header block, a blank row, the header and the lines (no numeric
+    # column to total).
+    assert folha.max_row == 5 + 1 + 30
     assert Arquivo.objects.get().tamanho == len(corpos[0])
 
 

@@ -51,12 +51,16 @@ VENDAS = {
 
 
 def pronto(
-    tenant: Tenant, tipo: str, resultado: Any, inicio: str = "2026-01-01"
+    tenant: Tenant,
+    tipo: str,
+    resultado: Any,
+    inicio: str = "2026-01-01",
+    fim: str = "2026-01-31",
 ) -> int:
     job_id = pedidos.submeter(
         tenant_id=tenant.pk,
         tipo=tipo,
-        params_brutos={"inicio": "2026-01-01", "fim": "2026-01-31"},
+        params_brutos={"inicio": inicio, "fim": fim, "agrupar": "dia"},
         usuario_id=None,
     ).job.id
     RelatorioJob.objects.filter(pk=job_id).update(
@@ -81,11 +85,32 @@ def test_vendas_uma_linha_por_loja_no_tempo(tenant: Tenant) -> None:
         "titulo": "Receita por período, por loja",
         "rotulos": ["01/01/2026", "02/01/2026", "03/01/2026"],
         "series": [
-            {"nome": "L001", "valores": [100.5, 80.25, 5.0]},
-            {"nome": "L002", "valores": [20.0, None, 10.0]},
+            # The stores by name in the legend (the series are by code).
+            {"nome": "Loja L001", "valores": [100.5, 80.25, 5.0]},
+            {"nome": "Loja L002", "valores": [20.0, None, 10.0]},
         ],
         "moeda": True,
     }
+
+
+@pytest.mark.django_db
+def test_um_ano_por_dia_e_desenhado_por_semana(tenant: Tenant) -> None:
+    linhas = [
+        linha_de_vendas("2026-01-05", "L001", "1.00"),  # a Monday
+        linha_de_vendas("2026-01-11", "L001", "2.00"),  # its Sunday
+        linha_de_vendas("2026-01-12", "L001", "4.00"),  # the next Monday
+        linha_de_vendas("2026-12-31", "L002", "8.00"),
+    ]
+    resultado = {"agrupar": "dia", "linhas": linhas, "totais": {}}
+    dados = dados_de(pronto(tenant, "vendas", resultado, fim="2026-12-31"))
+
+    assert dados is not None
+    assert dados["titulo"].endswith("(por semana, de segunda a domingo)")
+    assert dados["rotulos"] == ["05/01/2026", "12/01/2026", "28/12/2026"]
+    assert dados["series"] == [
+        {"nome": "Loja L002", "valores": [None, None, 8.0]},
+        {"nome": "Loja L001", "valores": [3.0, 4.0, None]},
+    ]
 
 
 @pytest.mark.django_db
@@ -97,7 +122,7 @@ def test_lojas_demais_viram_outras(tenant: Tenant) -> None:
 
     assert dados is not None
     nomes = [s["nome"] for s in dados["series"]]
-    assert nomes == [f"L{n:03d}" for n in range(grafico.MAX_SERIES)] + ["Outras"]
+    assert nomes == [f"Loja L{n:03d}" for n in range(grafico.MAX_SERIES)] + ["Outras"]
     # The four smallest stores (92 + 91 + 90 + 89) in one series.
     assert dados["series"][-1]["valores"] == [362.0]
 
@@ -197,8 +222,8 @@ def test_o_grafico_e_desenhado_no_chromium_com_as_series_do_resultado(
     assert desenhado["tipo"] == "line"
     assert desenhado["rotulos"] == ["01/01/2026", "02/01/2026", "03/01/2026"]
     assert desenhado["series"] == [
-        ["L001", [100.5, 80.25, 5]],
-        ["L002", [20, None, 10]],
+        ["Loja L001", [100.5, 80.25, 5]],
+        ["Loja L002", [20, None, 10]],
     ]
     assert desenhado["largura"] > 300
     assert desenhado["altura"] > 100

@@ -166,7 +166,7 @@ def test_painel_lista_so_os_jobs_do_tenant_com_quem_pediu(
     assert f'href="/painel/jobs/{meu}/"' in html
     assert f'href="/painel/jobs/{alheio}/"' not in html
     assert "Ana Souza" in html
-    assert "01/01/2026 a 31/01/2026 · por mês · todas as lojas" in html
+    assert "janeiro de 2026 · por mês · todas as lojas" in html
 
 
 def test_pedido_cria_o_job_e_leva_a_sua_pagina(
@@ -310,10 +310,11 @@ def test_job_pronto_mostra_tabela_com_totais_e_o_csv(
     html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()
     assert "Pronto" in html
     assert f'href="/relatorios/jobs/{job_id}/resultado.csv"' in html
-    assert "<th>Período</th>" in html
-    assert "<td>01/2026</td>" in html
-    assert '<td class="num">123.456,78</td>' in html
-    assert '<td class="num">1.200</td>' in html
+    assert '<th scope="col">Período</th>' in html
+    # Each cell carries what sorting compares: the stored value, not the text.
+    assert '<td data-valor="2026-01">01/2026</td>' in html
+    assert '<td data-valor="123456.78" class="num">123.456,78</td>' in html
+    assert '<td data-valor="1200" class="num">1.200</td>' in html
     assert "<tfoot><tr><th>Total</th>" in html
     assert "<th>123.467,28</th>" in html
     assert "Já em andamento" not in html
@@ -328,9 +329,11 @@ def test_tabela_grande_mostra_o_comeco_e_remete_ao_csv(
     job_id = submeter(tenant)
     pronto(job_id)
     html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()
-    assert "Loja Centro" in html
-    assert "Loja Sul" not in html
+    # (The chart, above the table, draws every line: both stores' names.)
+    assert '<td data-valor="Loja Centro">Loja Centro</td>' in html
+    assert '<td data-valor="Loja Sul">' not in html
     assert "a tabela mostra as primeiras 1, os arquivos têm todas" in html
+    assert "Total do período, todas as 2 linhas" in html
 
 
 def test_job_falhou_mostra_o_erro_sem_traceback_e_tenta_de_novo(
@@ -461,3 +464,55 @@ def test_job_aguardando_nova_tentativa_diz_quando(
     assert "A tentativa anterior falhou (conflito temporário no banco de dados)" in html
     assert "Nova tentativa às 09:30" in html
     assert "Já em andamento" in html
+
+
+def test_total_de_mais_linhas_que_a_tabela_diz_o_que_soma(
+    cliente: Client, tenant: Tenant
+) -> None:
+    linha = RESULTADO["linhas"][0]
+    linhas = [{**linha, "loja": f"L{n:04d}"} for n in range(1670)]
+    job_id = submeter(tenant)
+    pronto(job_id, {**RESULTADO, "linhas": linhas})
+
+    html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()
+
+    assert html.count("<tr><td") == 500
+    assert "<tfoot><tr><th>Total do período, todas as 1.670 linhas</th>" in html
+
+
+def test_fechamento_mostra_o_mes_por_extenso_e_variacoes_com_sinal(
+    cliente: Client, tenant: Tenant
+) -> None:
+    job_id = pedidos.submeter(
+        tenant_id=tenant.pk,
+        tipo="fechamento",
+        params_brutos={"inicio": "2026-11-01", "fim": "2026-11-30"},
+        usuario_id=None,
+    ).job.id
+    figuras = {
+        "receita": "100.00",
+        "variacao_receita": "0.1234",
+        "devolucoes": "5.00",
+        "variacao_devolucoes": "-0.0310",
+        "comissoes": "3.00",
+        "variacao_comissoes": "0.0000",
+        "estoque_final": "50.00",
+        "variacao_estoque_final": None,
+    }
+    pronto(
+        job_id,
+        {
+            "mes": "2026-11",
+            "mes_anterior": "2026-10",
+            "linhas": [{"loja": "L001", "loja_nome": "Centro", **figuras}],
+            "totais": figuras,
+        },
+    )
+
+    html = cliente.get(f"/painel/jobs/{job_id}/").content.decode()
+
+    assert '<p class="resumo">novembro de 2026 · todas as lojas</p>' in html
+    assert "Novembro de 2026 comparado com outubro de 2026" in html
+    assert '<td data-valor="0.1234" class="num alta">+12,34%</td>' in html
+    assert '<td data-valor="-0.0310" class="num queda">−3,10%</td>' in html
+    assert '<td data-valor="0.0000" class="num">0,00%</td>' in html

@@ -125,7 +125,8 @@ def baixar(url: str, token: str) -> bytes:
 
 def linhas_da_planilha(conteudo: bytes) -> list[list[Any]]:
     folha = openpyxl.load_workbook(io.BytesIO(conteudo)).active
-    return [[celula.value for celula in linha] for linha in folha.iter_rows()]
+    # The table, under the header block (excel.TOPO).
+    return [[celula.value for celula in linha] for linha in folha.iter_rows(min_row=6)]
 
 
 def test_fechamento_pela_api_na_pagina_em_excel_agendado_e_por_email(
@@ -209,13 +210,13 @@ def test_fechamento_pela_api_na_pagina_em_excel_agendado_e_por_email(
         [
             "Total",
             None,
-            "=SUM(C2:C3)",
+            "=SUM(C7:C8)",
             1.3,
-            "=SUM(E2:E3)",
+            "=SUM(E7:E8)",
             1,
-            "=SUM(G2:G3)",
+            "=SUM(G7:G8)",
             0.98,
-            "=SUM(I2:I3)",
+            "=SUM(I7:I8)",
             -0.3,
         ],
     ]
@@ -255,7 +256,7 @@ def test_fechamento_pela_api_na_pagina_em_excel_agendado_e_por_email(
         "rotulos": ["Loja L001", "Loja L002"],
         "series": [["Receita (R$)", [150, 80]]],
     }
-    assert primeira_linha[:4] == ["L001", "Loja L001", "150,00", "50,00%"]
+    assert primeira_linha[:4] == ["L001", "Loja L001", "150,00", "+50,00%"]
 
     # The 1st-of-the-month schedule: its firing is the same request, so the
     # same job; accounting gets the workbook once, by email.
@@ -287,7 +288,7 @@ def test_fechamento_pela_api_na_pagina_em_excel_agendado_e_por_email(
         f"({inicio:%d/%m/%Y} a {fim:%d/%m/%Y})"
     )
     assert "Receita (R$): 230,00" in texto
-    assert "Receita × mês anterior: 130,00%" in texto
+    assert "Receita × mês anterior: +130,00%" in texto
     assert [a.get_filename() for a in anexos] == [
         f"fechamento_{params['inicio']}_{params['fim']}_job{job_id}.xlsx"
     ]

@@ -96,6 +96,47 @@ class JobAceitoSerializer(serializers.Serializer):
     criado_em = serializers.DateTimeField()
 
 
+class PartesFeitasSerializer(serializers.Serializer):
+    feitas = serializers.IntegerField(
+        min_value=1, help_text="Partes (pedaços do período) já calculadas."
+    )
+    total = serializers.IntegerField(min_value=1, help_text="Partes do pedido.")
+
+
+class CobreSerializer(serializers.Serializer):
+    inicio = serializers.DateField()
+    fim = serializers.DateField()
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "description": (
+            "As partes prontas combinadas como o tipo combina o resultado final: "
+            "a forma é a do `resultado` do tipo (veja a operação que o pede), "
+            "com as linhas e os totais só das partes prontas."
+        ),
+    }
+)
+class ResultadoDasPartes(serializers.JSONField):
+    pass
+
+
+class ResultadoParcialSerializer(serializers.Serializer):
+    # A running job's chunks done so far, combined (relatorios/jobs/parcial.py).
+
+    partes = PartesFeitasSerializer()
+    cobre = CobreSerializer(
+        allow_null=True,
+        help_text=(
+            "O trecho do período que as partes prontas cobrem, do início do "
+            "pedido ao fim da última parte pronta; null quando as partes não "
+            "são trechos do período (as fontes de números do `fechamento`)."
+        ),
+    )
+    resultado = ResultadoDasPartes()
+
+
 class JobEmAndamentoSerializer(serializers.Serializer):
     # Status of a pending or running job; a retry shows when it is due.
 
@@ -104,6 +145,15 @@ class JobEmAndamentoSerializer(serializers.Serializer):
     progresso = serializers.IntegerField(min_value=0, max_value=100)
     tentativas = serializers.IntegerField(min_value=0)
     proxima_tentativa_em = serializers.DateTimeField(allow_null=True)
+    resultado_parcial = ResultadoParcialSerializer(
+        required=False,
+        help_text=(
+            "Só em `executando`, depois que a primeira parte terminou (e com "
+            "`RELATORIOS_RESULTADO_PARCIAL` ligado): o que já foi calculado. "
+            "Não é o resultado final: ele muda a cada parte, e só `pronto` "
+            "traz o `resultado`."
+        ),
+    )
 
 
 class JobFalhouSerializer(serializers.Serializer):
@@ -312,13 +362,34 @@ class EsquemaDoSubmeter(AutoSchema):
         }
 
 
+_EXEMPLO_PARCIAL = {
+    "agrupar": "mes",
+    "linhas": [
+        {
+            "periodo": periodo,
+            "loja": "L001",
+            "loja_nome": "Loja Centro 001",
+            "vendas": vendas,
+            "quantidade": quantidade,
+            "receita": receita,
+        }
+        for periodo, vendas, quantidade, receita in (
+            ("2026-01", 10122, 21707, "2001534.67"),
+            ("2026-02", 9870, 20911, "1950012.10"),
+        )
+    ],
+    "totais": {"vendas": 19992, "quantidade": 42618, "receita": "3951546.77"},
+}
+
 status_do_job = extend_schema(
     operation_id="estado_do_job",
     tags=["relatórios"],
     summary="Estado de um job",
     description=(
         "`pendente`/`executando` com `Retry-After`; `pronto` com o resultado e a "
-        "`url` do CSV; `falhou` com o motivo. Um job de outro tenant é 404."
+        "`url` do CSV; `falhou` com o motivo. Um job de outro tenant é 404. "
+        "Um job `executando` com partes prontas traz também `resultado_parcial`: "
+        "as partes prontas combinadas, que não são o resultado final."
     ),
     parameters=cabecalhos(retry_after(200, obrigatorio=False)),
     responses={
@@ -334,6 +405,21 @@ status_do_job = extend_schema(
                         "progresso": 40,
                         "tentativas": 1,
                         "proxima_tentativa_em": None,
+                    },
+                ),
+                OpenApiExample(
+                    "executando, com partes prontas",
+                    {
+                        "id": 17,
+                        "status": "executando",
+                        "progresso": 16,
+                        "tentativas": 1,
+                        "proxima_tentativa_em": None,
+                        "resultado_parcial": {
+                            "partes": {"feitas": 2, "total": 12},
+                            "cobre": {"inicio": "2026-01-01", "fim": "2026-02-28"},
+                            "resultado": _EXEMPLO_PARCIAL,
+                        },
                     },
                 ),
                 OpenApiExample(

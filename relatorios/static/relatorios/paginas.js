@@ -2,14 +2,17 @@
 //
 // Job page: follow the job's event stream (EventSource, same origin, the
 // session's cookie); each event is the status endpoint's JSON. Update the
-// progress bar; when the status changes, swap in the server-rendered state
-// (table, CSV link, error, button), and stop once the job is finished. When
+// progress bar; when the status changes, or a running job's event says
+// more chunks are done than its partial result on the page shows, swap in
+// the server-rendered state (table, CSV link, error, button; the partial
+// result's table and chart), and stop once the job is finished. When
 // the stream is refused or unavailable (no events process, a proxy that
 // blocks it, over its cap), poll the JSON status instead, as before: first
 // after the server's Retry-After, backing off to 30 s.
 // Request forms: disable the button once submitted (no double requests).
 // Forms with data-confirmar: ask first (schedules' "Excluir").
 // A finished job's chart: drawn from the page's JSON with Chart.js.
+// A result's table: sorted by a column on a click of its title.
 (function () {
   "use strict";
 
@@ -41,6 +44,7 @@
       }).then(function (html) {
         raiz.innerHTML = html;
         desenharGrafico(raiz);
+        tornarOrdenavel(raiz);
       });
     }
 
@@ -48,8 +52,20 @@
     // being swapped in waits for it.
     var fila = Promise.resolve();
 
+    // How many chunks the partial result on the page has (0: none drawn).
+    function partesDesenhadas() {
+      var parcial = campo("parcial");
+      return parcial ? Number(parcial.dataset.partes) || 0 : 0;
+    }
+
     function aplicar(corpo) {
       var trocou = corpo.status !== status;
+      // A chunk finished since the partial result on the page was drawn: the
+      // server renders the new one (table, totals, chart) as it renders the
+      // final result, so the event only has to say so.
+      var parcial = corpo.resultado_parcial;
+      var redesenhar = trocou ||
+        Boolean(parcial && parcial.partes.feitas > partesDesenhadas());
       if (!trocou) {
         var barra = campo("barra");
         var texto = campo("progresso");
@@ -60,7 +76,7 @@
         status = corpo.status;
         raiz.dataset.status = status;
       };
-      return trocou ? trocarEstado().then(seguir) : Promise.resolve(seguir());
+      return redesenhar ? trocarEstado().then(seguir) : Promise.resolve(seguir());
     }
 
     function ouvir() {
@@ -181,9 +197,56 @@
     tela.closest("figure").classList.add("desenhado");
   }
 
+  // A result's table sorted by a column on a click of its title (a button,
+  // so the keyboard reaches it): by each cell's data-valor, numbers as
+  // numbers; a second click reverses. The totals row (tfoot) stays put.
+  function tornarOrdenavel(raiz) {
+    var tabelas = raiz.querySelectorAll("table[data-ordenavel]");
+    Array.prototype.forEach.call(tabelas, function (tabela) {
+      var titulos = tabela.querySelectorAll("thead th");
+      Array.prototype.forEach.call(titulos, function (th, indice) {
+        var botao = document.createElement("button");
+        botao.type = "button";
+        botao.className = "ordenar";
+        botao.textContent = th.textContent;
+        th.textContent = "";
+        th.appendChild(botao);
+        botao.addEventListener("click", function () {
+          var crescente = th.getAttribute("aria-sort") !== "ascending";
+          Array.prototype.forEach.call(titulos, function (outro) {
+            outro.removeAttribute("aria-sort");
+          });
+          th.setAttribute("aria-sort", crescente ? "ascending" : "descending");
+          ordenar(tabela, indice, th.hasAttribute("data-numerica"), crescente);
+        });
+      });
+    });
+  }
+
+  function ordenar(tabela, indice, numerica, crescente) {
+    var corpo = tabela.tBodies[0];
+    var linhas = Array.prototype.slice.call(corpo.rows).filter(function (tr) {
+      return tr.cells.length > indice;
+    });
+    function chave(tr) {
+      var valor = tr.cells[indice].dataset.valor || "";
+      if (!numerica) return valor;
+      // An empty cell (a change from zero) sorts below every number.
+      return valor === "" ? -Infinity : Number(valor);
+    }
+    linhas.sort(function (a, b) {
+      var x = chave(a), y = chave(b);
+      var ordem = numerica ? x - y : String(x).localeCompare(String(y), "pt-BR");
+      if (ordem !== ordem) ordem = 0;  // NaN
+      return crescente ? ordem : -ordem;
+    });
+    linhas.forEach(function (tr) { corpo.appendChild(tr); });
+  }
+
   var raiz = document.getElementById("job");
   if (raiz) {
     desenharGrafico(raiz);
+    tornarOrdenavel(raiz);
     acompanhar(raiz);
   }
   protegerFormularios();
