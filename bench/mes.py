@@ -309,10 +309,12 @@ def viver_o_dia_em(
 
     The one place that knows how the request history is kept. The predictor
     of computing ahead (relatorios.jobs.antecipacao) reads it from
-    `relatorio_jobs.criado_em`; if it comes to read something else (an
-    attempts' or requests' table), this function moves that too. Stored
-    chunks are not moved: they are valid by their data's versions, not by
-    the clock, but a retention by age would see them as minutes old.
+    `relatorio_jobs.pedido_em` (set to the real now() by a person's submit,
+    or by the first request a job computed ahead answers), so that moves
+    too; `antecipado_em` is already simulated when the pass ran with
+    `agora=` (before `desde`), real otherwise. Stored chunks are not moved:
+    they are valid by their data's versions, not by the clock, but a
+    retention by age would see them as minutes old.
     """
     return conexao.execute(
         """
@@ -322,7 +324,11 @@ def viver_o_dia_em(
                iniciado_em = iniciado_em - d,
                heartbeat_em = heartbeat_em - d,
                concluido_em = concluido_em - d,
-               expira_em = expira_em - d
+               expira_em = expira_em - d,
+               pedido_em = CASE WHEN pedido_em >= %(desde)s
+                                THEN pedido_em - d ELSE pedido_em END,
+               antecipado_em = CASE WHEN antecipado_em >= %(desde)s
+                                    THEN antecipado_em - d ELSE antecipado_em END
           FROM deslocamento
          WHERE criado_em >= %(desde)s
         """,
