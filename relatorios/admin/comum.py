@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
@@ -17,6 +16,7 @@ from django.utils.html import format_html
 
 from relatorios import tipos
 from relatorios.jobs.suporte import Acao
+from relatorios.models import relogio
 
 # One bulk action touches at most this many rows (each is its own guarded
 # transaction); "select all" on a million rows must be narrowed by filters.
@@ -144,10 +144,45 @@ def aplicar(
 
 
 def local(instante: datetime | None, fuso: str) -> str:
-    """An instant on a tenant's wall clock, as support reads it."""
+    """An instant on a tenant's wall clock, as support reads it (the zone
+    named in the column or the table's heading)."""
+    return relogio.hora_local(instante, fuso)
+
+
+def quando(instante: datetime | None, fuso: str, *, segundos: bool = False) -> str:
+    """An instant on a support page: the tenant's wall clock, the zone named."""
     if instante is None:
         return "—"
-    return instante.astimezone(ZoneInfo(fuso)).strftime("%d/%m/%Y %H:%M")
+    return format_html(
+        '<time datetime="{}">{}</time> <small class="fuso">({})</small>',
+        instante.isoformat(),
+        relogio.hora_local(instante, fuso, segundos=segundos),
+        relogio.nome_do_fuso(fuso),
+    )
+
+
+def fuso_de(objeto: Any) -> str:
+    """The zone of a tenant's object; UTC (named) for the few without one."""
+    tenant = getattr(objeto, "tenant", None)
+    return tenant.fuso_horario if tenant is not None else "UTC"
+
+
+def horario_do_tenant(
+    campo: str, descricao: str, *, ordenavel: bool = True
+) -> Callable[[Any, Any], str]:
+    """A column or read-only field showing `campo` on its tenant's clock.
+
+    Assign it on a ModelAdmin (`aberto_em_ = horario_do_tenant("aberto_em",
+    "aberto em")`) and name it in list_display or the fieldsets; the list
+    must select the tenant (list_select_related)."""
+
+    def mostrar(model_admin: Any, objeto: Any) -> str:
+        return quando(getattr(objeto, campo), fuso_de(objeto))
+
+    mostrar.__name__ = f"{campo}_"
+    return admin.display(description=descricao, ordering=campo if ordenavel else None)(
+        mostrar
+    )
 
 
 def link_do_job(job_id: int | None) -> str:

@@ -43,7 +43,7 @@ from relatorios.admin.paginacao import PaginadorEstimado
 from relatorios.apresentacao import planilha
 from relatorios.jobs import consultas, suporte
 from relatorios.jobs.suporte import Acao
-from relatorios.models import EstadoDoJob, RelatorioJob, Tenant
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant, relogio
 from relatorios.models.jobs import ATIVOS
 from relatorios.operacao.downloads import resposta_de_download
 
@@ -276,12 +276,13 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
     @admin.display(description="eventos")
     def linha_do_tempo(self, job: RelatorioJob) -> str:
         eventos = indicadores.linha_do_tempo(job)
+        fuso = job.tenant.fuso_horario
         linhas = format_html_join(
             "",
             "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
                 (
-                    timezone.localtime(e.quando).strftime("%d/%m/%Y %H:%M:%S"),
+                    relogio.hora_local(e.quando, fuso, segundos=True),
                     e.o_que,
                     e.detalhe,
                 )
@@ -292,7 +293,7 @@ class RelatorioJobAdmin(SomenteLeitura, admin.ModelAdmin):
             '<table class="job-linha-do-tempo"><thead><tr><th>quando ({})</th>'
             "<th>o quê</th><th>detalhe</th></tr></thead><tbody>{}</tbody></table>"
             "<p>Tentativas: {} de {}.</p>",
-            timezone.get_current_timezone_name(),
+            relogio.nome_do_fuso(fuso),
             linhas,
             job.tentativas,
             settings.RELATORIOS_MAX_TENTATIVAS,

@@ -22,8 +22,9 @@ from relatorios.admin.comum import (
     SomenteLeitura,
     Textos,
     aplicar,
+    horario_do_tenant,
     link_do_job,
-    local,
+    quando,
     selecionados,
 )
 from relatorios.agendamentos import alertas
@@ -74,15 +75,8 @@ class OcorrenciaAdmin(SomenteLeitura, PodeReexecutar, admin.ModelAdmin):
             return True
         return super().lookup_allowed(lookup, value, request)
 
-    @admin.display(
-        description="planejada para (fuso do tenant)", ordering="planejado_para"
-    )
-    def planejado_local(self, ocorrencia: Ocorrencia) -> str:
-        return local(ocorrencia.planejado_para, ocorrencia.tenant.fuso_horario)
-
-    @admin.display(description="prazo", ordering="prazo_em")
-    def prazo_local(self, ocorrencia: Ocorrencia) -> str:
-        return local(ocorrencia.prazo_em, ocorrencia.tenant.fuso_horario)
+    planejado_local = horario_do_tenant("planejado_para", "planejada para")
+    prazo_local = horario_do_tenant("prazo_em", "prazo")
 
     @admin.display(description="job")
     def job_link(self, ocorrencia: Ocorrencia) -> str:
@@ -162,8 +156,8 @@ class AlertaAdmin(SomenteLeitura, PodeReexecutar, admin.ModelAdmin):
         "agendamento",
         "planejado_local",
         "motivo",
-        "aberto_em",
-        "fechado_em",
+        "aberto_em_",
+        "fechado_em_",
         "fechado_por",
         "nota_resumida",
     )
@@ -188,9 +182,12 @@ class AlertaAdmin(SomenteLeitura, PodeReexecutar, admin.ModelAdmin):
             agendamento,
         )
 
-    @admin.display(description="planejada para (fuso do tenant)")
+    aberto_em_ = horario_do_tenant("aberto_em", "aberto em")
+    fechado_em_ = horario_do_tenant("fechado_em", "fechado em")
+
+    @admin.display(description="planejada para")
     def planejado_local(self, alerta: Alerta) -> str:
-        return local(alerta.ocorrencia.planejado_para, alerta.tenant.fuso_horario)
+        return quando(alerta.ocorrencia.planejado_para, alerta.tenant.fuso_horario)
 
     @admin.display(description="nota")
     def nota_resumida(self, alerta: Alerta) -> str:

@@ -21,11 +21,11 @@ from django.contrib.admin import AdminSite
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
-from django.utils import timezone
 
 from relatorios.admin import clusters as admin_clusters
 from relatorios.admin import consultas_do_painel as consultas
 from relatorios.admin.comum import curto
+from relatorios.models import relogio
 
 PERMISSAO = "relatorios.ver_painel"
 HORAS_DA_SEMANA = 7 * 24
@@ -88,23 +88,21 @@ class Painel:
         return {nome: g.dados() for nome, g in self.graficos.items()}
 
 
-def montar() -> Painel:
-    """Every read of the dashboard, in the admin's time zone."""
+def montar(fuso: str) -> Painel:
+    """Every read of the dashboard, on `fuso`'s clock."""
     horas = consultas.concluidos_por_hora(horas=HORAS_DA_SEMANA)
     # In the page's order: half-width charts in pairs, the week and the
     # occurrences across the page (relatorios/static/relatorios/admin.css).
     graficos = {
         "concluidos_24h": _concluidos(
-            "Jobs concluídos por hora — últimas 24 h", horas[-24:], "%H h"
+            "Jobs concluídos por hora — últimas 24 h", horas[-24:], "%H h", fuso
         ),
         "falhas": _falhas(consultas.falhas_por_motivo(limite=LIMITE_DE_MOTIVOS)),
         "concluidos_7d": _concluidos(
-            "Jobs concluídos por hora — últimos 7 dias", horas, "%d/%m %H h"
+            "Jobs concluídos por hora — últimos 7 dias", horas, "%d/%m %H h", fuso
         ),
         "ocorrencias": _ocorrencias(
-            consultas.ocorrencias_por_dia(
-                dias=DIAS_DE_OCORRENCIAS, fuso=timezone.get_current_timezone_name()
-            )
+            consultas.ocorrencias_por_dia(dias=DIAS_DE_OCORRENCIAS, fuso=fuso)
         ),
         "tenants_jobs": _tenants(
             "Tenants com mais jobs — últimas 24 h",
@@ -127,16 +125,22 @@ def montar() -> Painel:
         graficos=graficos,
         fila=consultas.fila(),
         clusters=[
-            {"cluster": c, "estado": admin_clusters.estado(c)}
+            {
+                "cluster": c,
+                "estado": admin_clusters.estado(c),
+                "iniciado": relogio.hora_local(c.iniciado_em, fuso),
+            }
             for c in consultas.clusters_vivos()
         ],
     )
 
 
-def _concluidos(titulo: str, horas: list[consultas.Hora], formato: str) -> Grafico:
+def _concluidos(
+    titulo: str, horas: list[consultas.Hora], formato: str, fuso: str
+) -> Grafico:
     return Grafico(
         titulo=titulo,
-        rotulos=[timezone.localtime(h.inicio).strftime(formato) for h in horas],
+        rotulos=[relogio.no_fuso(h.inicio, fuso).strftime(formato) for h in horas],
         series=[
             Serie("pronto", [h.prontos for h in horas], VERDE),
             Serie("falhou", [h.falhos for h in horas], VERMELHO),
@@ -195,13 +199,15 @@ def painel(request: HttpRequest, *, site: AdminSite) -> TemplateResponse:
     who may not enter the admin (a tenant's user among them)."""
     if not request.user.has_perm(PERMISSAO):
         raise PermissionDenied
+    fuso = consultas.fuso_da_maioria()
     return TemplateResponse(
         request,
         "admin/relatorios/painel.html",
         {
             **site.each_context(request),
             "title": "Painel de operação",
-            "painel": montar(),
-            "fuso": timezone.get_current_timezone_name(),
+            "painel": montar(fuso),
+            "fuso": relogio.no_horario(fuso),
+            "fuso_iana": fuso,
         },
     )

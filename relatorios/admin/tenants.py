@@ -10,6 +10,7 @@ from django.contrib.auth.admin import UserAdmin
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
+from relatorios.admin.comum import quando
 from relatorios.agendamentos import agenda
 from relatorios.agendamentos.entrada import separar_por_virgula
 from relatorios.models import Tenant, Usuario
@@ -59,8 +60,12 @@ class TenantForm(forms.ModelForm):
 @admin.register(Tenant)
 class TenantAdmin(admin.ModelAdmin):
     form = TenantForm
-    list_display = ("id", "nome", "fuso_horario", "dominios", "criado_em")
+    list_display = ("id", "nome", "fuso_horario", "dominios", "criado_em_")
     search_fields = ("nome",)
+
+    @admin.display(description="criado em", ordering="criado_em")
+    def criado_em_(self, tenant: Tenant) -> str:
+        return quando(tenant.criado_em, tenant.fuso_horario)
 
     @admin.display(description="domínios de e-mail")
     def dominios(self, tenant: Tenant) -> str:
