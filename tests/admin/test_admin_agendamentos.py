@@ -241,7 +241,7 @@ def test_suporte_agenda_pelo_seletor_no_fuso_do_tenant(
     assert resposta.status_code == 302
     agendamento = Agendamento.objects.get()
     assert agendamento.cron == "15 7 * * 1,5"
-    frase = "às 07:15, somente de segunda-feira e sexta-feira (Europe/Lisbon)"
+    frase = "às segundas e sextas, às 07:15 (Europe/Lisbon)"
     assert frase in cliente.get(AGENDAMENTOS).content.decode()
     pagina = cliente.get(f"{AGENDAMENTOS}{agendamento.pk}/change/").content.decode()
     assert agendamento.descricao in pagina

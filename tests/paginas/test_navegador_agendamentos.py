@@ -64,7 +64,10 @@ def test_gerente_agenda_o_fim_do_mes_pelo_seletor_sem_digitar_cron(
     esperados = fusos.ultimos_dias_do_mes(hora, SAO_PAULO, timezone.now())
     locais = [fusos.local(d, SAO_PAULO) for d in esperados]
     prazos = fusos.prazos(esperados, PRAZO, SAO_PAULO)
-    frase = f"às {hora:%H:%M}, no último dia do mês ({SAO_PAULO}); próximo: {locais[0]}"
+    frase = (
+        f"no último dia de cada mês, às {hora:%H:%M} (horário de Brasília); "
+        f"próximo: {locais[0]}"
+    )
     cron = pagina.locator("#id_cron")
     dias_da_semana = pagina.locator("#campo-dias_da_semana")
 
@@ -115,7 +118,7 @@ def test_sem_javascript_previsualizar_e_um_envio_que_nao_salva(
     pagina.click("button:has-text('Pré-visualizar')")
 
     expect(pagina.locator("[data-campo='previa-descricao']")).to_contain_text(
-        f"às 07:45, a cada dia ({SAO_PAULO}); próximo: "
+        "todos os dias às 07:45 (horário de Brasília); próximo: "
     )
     expect(pagina.locator("[data-campo='previa-disparo']")).to_have_count(3)
     assert not Agendamento.objects.exists()
@@ -186,7 +189,7 @@ def test_suporte_ve_a_previa_no_fuso_do_tenant_escolhido(
     pagina.fill("#id_horario", "06:30")
 
     expect(pagina.locator("[data-campo='previa-descricao']")).to_contain_text(
-        "às 06:30, somente de segunda-feira (Europe/Lisbon); próximo: "
+        "às segundas, às 06:30 (Europe/Lisbon); próximo: "
     )
     expect(pagina.locator("[data-campo='previa-disparo']")).to_have_count(3)
     expect(pagina.locator(".field-dia_do_mes")).to_be_hidden()

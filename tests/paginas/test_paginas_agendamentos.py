@@ -264,7 +264,7 @@ def test_gerente_agenda_o_ultimo_dia_do_mes_pelo_seletor(
     assert agendamento.proximo_disparo == esperados[0]
     linha = linha_do_agendamento(cliente.get(PAGINA).content.decode(), agendamento)
     assert (
-        f"às {hora:%H:%M}, no último dia do mês ({SAO_PAULO}); "
+        f"no último dia de cada mês, às {hora:%H:%M} (horário de Brasília); "
         f"próximo: {fusos.local(esperados[0], SAO_PAULO)}"
     ) in linha
     for esperado in esperados:
@@ -339,7 +339,7 @@ def test_previa_do_script_e_um_fragmento_com_os_erros_do_seletor(
     assert valida.status_code == 200
     assert "<html" not in valida.content.decode()
     assert valida.content.decode().count('data-campo="previa-disparo"') == 3
-    assert "às 07:00, a cada dia (America/Sao_Paulo)" in valida.content.decode()
+    assert "todos os dias às 07:00 (horário de Brasília)" in valida.content.decode()
     assert "escolha pelo menos um dia da semana" in invalida.content.decode()
     assert "o intervalo mínimo é 15 minutos" in intervalo.content.decode()
     assert cliente.get(f"{PAGINA}previa/").status_code == 405
