@@ -125,6 +125,10 @@ class SiteDeSuporte(admin.AdminSite):
     site_title = "relatorios · suporte"
     index_title = "Visão geral"
     index_template = "admin/relatorios/indice.html"
+    # The lists get the whole width of a 1280 px laptop (the job list's
+    # error column, the schedules' actions): the side menu repeats the
+    # index page, one click away in the header.
+    enable_nav_sidebar = False
 
     def has_permission(self, request: HttpRequest) -> bool:
         return super().has_permission(request) and (

@@ -35,6 +35,7 @@ from relatorios.admin.comum import (
     link_do_job,
     local,
     selecionados,
+    tipo_legivel,
 )
 from relatorios.agendamentos import aberturas, agenda, disparo
 from relatorios.agendamentos.entrada import AgendamentoForm
@@ -156,7 +157,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
         "id",
         "tenant",
         "nome",
-        "tipo",
+        tipo_legivel,
         "periodo",
         "quando",
         "prazo_curto",
@@ -179,8 +180,8 @@ class AgendamentoAdmin(admin.ModelAdmin):
         ("tipo", "periodo", "agrupar"),
         "quando",
         ("cron", "prazo_curto", "recuperacao"),
-        "lojas",
-        ("destinatarios", "entrega"),
+        "lojas_",
+        ("destinatarios_", "entrega"),
         "leitura",
         ("proximos_disparos", "criado_por"),
         ("criado_em_", "pausado_em_", "excluido_em_"),
@@ -227,6 +228,14 @@ class AgendamentoAdmin(admin.ModelAdmin):
             agendamento.descricao,
             agendamento.cron,
         )
+
+    @admin.display(description="lojas")
+    def lojas_(self, agendamento: Agendamento) -> str:
+        return ", ".join(agendamento.lojas or []) or "todas"
+
+    @admin.display(description="destinatários")
+    def destinatarios_(self, agendamento: Agendamento) -> str:
+        return ", ".join(agendamento.destinatarios or []) or "—"
 
     @admin.display(description="prazo", ordering="prazo")
     def prazo_curto(self, agendamento: Agendamento) -> str:
@@ -479,11 +488,7 @@ def texto_da_leitura(
     leitura: aberturas.Leitura | None, agendamento: Agendamento
 ) -> str:
     """ "aberto em N das últimas M entregas", with what support should know."""
-    partes = [
-        "nenhuma entrega ainda"
-        if leitura is None
-        else f"aberto em {leitura.abertas} das últimas {leitura.entregas} entregas"
-    ]
+    partes = ["nenhuma entrega ainda" if leitura is None else leitura.frase]
     if leitura is not None and leitura.sem_leitura and agendamento.ativo:
         partes.append(
             f"ninguém abriu as últimas {aberturas.SEM_LEITURA} (sinalizado ao gerente)"

@@ -44,7 +44,10 @@ class FiltroTipo(admin.SimpleListFilter):
     parameter_name = "tipo"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(nome, nome) for nome in sorted(tipos.registro())]
+        return sorted(
+            ((nome, tipos.titulo(nome)) for nome in tipos.registro()),
+            key=lambda par: par[1],
+        )
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet | None:
         return queryset.filter(tipo=self.value()) if self.value() else None
@@ -141,6 +144,15 @@ def aplicar(
 
 
 # --- How times and links read -----------------------------------------------------
+
+
+@admin.display(description="tipo", ordering="tipo")
+def tipo_legivel(objeto: Any) -> str:
+    """A report type by its title, its code in a tooltip (support's searches
+    and the API use the code)."""
+    return format_html(
+        '<span title="{}">{}</span>', objeto.tipo, tipos.titulo(objeto.tipo)
+    )
 
 
 def local(instante: datetime | None, fuso: str) -> str:

@@ -96,6 +96,7 @@ class Motivo:
 # The reason of an `erro`: what precedes its first colon ("ValueError: loja
 # sem dados" -> "ValueError"; the service's own messages have none), without
 # the "(após N tentativas)" of a retried failure.
+SEM_MENSAGEM = "sem mensagem"
 _MOTIVO = r"""
     coalesce(nullif(regexp_replace(split_part(erro, ':', 1),
                                    '\s*\(após \d+ tentativas\)$', ''), ''),

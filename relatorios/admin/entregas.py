@@ -17,7 +17,7 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from relatorios.admin.comum import LIMITE_EM_MASSA, SomenteLeitura, horario_do_tenant
-from relatorios.models import Entrega, Webhook
+from relatorios.models import Entrega, Evento, Webhook
 from relatorios.notificacoes import canais, saida, webhooks
 from relatorios.notificacoes.webhooks import EVENTOS
 from relatorios.tipos.normalizacao import ErroDeParametro
@@ -34,7 +34,9 @@ class WebhookForm(forms.ModelForm):
     # channel's hosts).
     url = forms.CharField(max_length=2000, widget=forms.URLInput(attrs={"size": 80}))
     eventos = forms.MultipleChoiceField(
-        choices=[(e, e) for e in EVENTOS], widget=forms.CheckboxSelectMultiple
+        # The label and the code: the code is what the endpoint receives.
+        choices=[(e, f"{Evento(e).label} ({e})") for e in EVENTOS],
+        widget=forms.CheckboxSelectMultiple,
     )
 
     class Meta:
@@ -86,7 +88,7 @@ class WebhookAdmin(admin.ModelAdmin):
 
     @admin.display(description="eventos")
     def eventos_(self, webhook: Webhook) -> str:
-        return ", ".join(webhook.eventos)
+        return ", ".join(_evento(e) for e in webhook.eventos)
 
     @admin.display(description="segredo")
     def segredo_parcial(self, webhook: Webhook) -> str:
@@ -128,7 +130,7 @@ class WebhookAdmin(admin.ModelAdmin):
 class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
     list_display = (
         "id",
-        "evento",
+        "evento_",
         "canal",
         "destino",
         "estado",
@@ -150,6 +152,12 @@ class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
 
     def has_reenviar_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("relatorios.reenviar_entrega"))
+
+    @admin.display(description="evento", ordering="evento")
+    def evento_(self, entrega: Entrega) -> str:
+        return format_html(
+            '<span title="{}">{}</span>', entrega.evento, _evento(entrega.evento)
+        )
 
     @admin.display(description="destino")
     def destino(self, entrega: Entrega) -> str:
@@ -186,3 +194,8 @@ class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
                 f"{len(ids) - len(feitas)} não reenviada(s): já entregues ou em envio.",
                 messages.WARNING,
             )
+
+
+def _evento(codigo: str) -> str:
+    """An event by its label ("relatório pronto"); an unknown code as is."""
+    return str(Evento(codigo).label) if codigo in Evento.values else codigo

@@ -167,6 +167,16 @@ class AlertaAdmin(SomenteLeitura, PodeReexecutar, admin.ModelAdmin):
     show_facets = admin.ShowFacets.NEVER
     actions = ("fechar_com_nota", "reexecutar_ocorrencia")
 
+    def lookup_allowed(self, lookup: str, value: str, request: Any = None) -> bool:
+        # The dashboard's occurrences chart links a day here: its alerts by
+        # the planned time (relatorio_ocorr_planejadas serves the range).
+        if lookup in (
+            "ocorrencia__planejado_para__gte",
+            "ocorrencia__planejado_para__lt",
+        ):
+            return True
+        return super().lookup_allowed(lookup, value, request)
+
     def has_fechar_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("relatorios.fechar_alerta"))
 

@@ -14,13 +14,16 @@ opens it (the Suporte group has it).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from django.contrib.admin import AdminSite
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
+from django.urls import reverse
 
 from relatorios.admin import clusters as admin_clusters
 from relatorios.admin import consultas_do_painel as consultas
@@ -62,10 +65,25 @@ class Grafico:
     # The values' unit, for the axis and the tooltips ("min").
     unidade: str = ""
     vazio_texto: str = ""
+    # Where each bar leads (the filtered list behind it); "" for none.
+    links: list[str] = field(default_factory=list)
 
     @property
     def vazio(self) -> bool:
         return not self.rotulos
+
+    @property
+    def linhas(self) -> list[tuple[str, str, list[float]]]:
+        """The chart as a table's rows (its accessible alternative): each
+        label, its link and its values."""
+        return [
+            (
+                rotulo,
+                self.links[i] if i < len(self.links) else "",
+                [s.valores[i] for s in self.series],
+            )
+            for i, rotulo in enumerate(self.rotulos)
+        ]
 
     def dados(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,7 +120,7 @@ def montar(fuso: str) -> Painel:
             "Jobs concluídos por hora — últimos 7 dias", horas, "%d/%m %H h", fuso
         ),
         "ocorrencias": _ocorrencias(
-            consultas.ocorrencias_por_dia(dias=DIAS_DE_OCORRENCIAS, fuso=fuso)
+            consultas.ocorrencias_por_dia(dias=DIAS_DE_OCORRENCIAS, fuso=fuso), fuso
         ),
         "tenants_jobs": _tenants(
             "Tenants com mais jobs — últimas 24 h",
@@ -149,8 +167,23 @@ def _concluidos(
     )
 
 
+def _lista(modelo: str, **filtros: str) -> str:
+    url = reverse(f"admin:relatorios_{modelo}_changelist")
+    return f"{url}?{urlencode(filtros)}"
+
+
 def _falhas(motivos: list[consultas.Motivo]) -> Grafico:
+    # A reason leads to its failed jobs ("outros": all the failed ones).
+    especiais = ("outros", consultas.SEM_MENSAGEM)
     return Grafico(
+        links=[
+            _lista("relatoriojob", status__exact="falhou")
+            if m.motivo in especiais
+            else _lista(
+                "relatoriojob", status__exact="falhou", erro__startswith=m.motivo
+            )
+            for m in motivos
+        ],
         titulo="Falhas por motivo",
         rotulos=[m.motivo for m in motivos],
         series=[
@@ -162,8 +195,21 @@ def _falhas(motivos: list[consultas.Motivo]) -> Grafico:
     )
 
 
-def _ocorrencias(dias: list[consultas.Dia]) -> Grafico:
+def _ocorrencias(dias: list[consultas.Dia], fuso: str) -> Grafico:
+    # A day leads to the alerts of its occurrences (late or missed), that
+    # day being the dashboard's zone's.
+    def alertas_do_dia(dia: date) -> str:
+        inicio = datetime.combine(dia, time(), tzinfo=ZoneInfo(fuso))
+        fim = datetime.combine(dia + timedelta(days=1), time(), tzinfo=ZoneInfo(fuso))
+        return _lista(
+            "alerta",
+            situacao="todos",
+            ocorrencia__planejado_para__gte=inicio.isoformat(),
+            ocorrencia__planejado_para__lt=fim.isoformat(),
+        )
+
     return Grafico(
+        links=[alertas_do_dia(d.dia) for d in dias],
         titulo="Ocorrências agendadas por dia",
         rotulos=[d.dia.strftime("%d/%m") for d in dias],
         series=[
@@ -185,6 +231,9 @@ def _tenants(
     unidade: str = "",
 ) -> Grafico:
     return Grafico(
+        links=[
+            _lista("relatoriojob", tenant__id__exact=str(c.tenant_id)) for c in consumos
+        ],
         titulo=titulo,
         rotulos=[c.nome for c in consumos],
         series=[Serie(serie, [c.valor for c in consumos], cor)],

@@ -10,7 +10,7 @@ Brasília"); a zone without a common name is shown by its IANA name.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 BRASILIA = "America/Sao_Paulo"
@@ -52,3 +52,36 @@ def horario(instante: datetime | None, fuso: str, *, segundos: bool = False) -> 
     if instante is None:
         return "—"
     return f"{hora_local(instante, fuso, segundos=segundos)} ({nome_do_fuso(fuso)})"
+
+
+def _contar(n: int, singular: str, plural: str) -> str:
+    return f"{n} {singular if n == 1 else plural}"
+
+
+def por_extenso(intervalo: timedelta) -> str:
+    """'15 minutos', '1 hora e 30 minutos', '2 dias': a wait as people say it
+    (never '0:15:00', never '0 minuto')."""
+    segundos = max(0, int(intervalo.total_seconds()))
+    if segundos < 60:
+        return "menos de um minuto"
+    minutos, horas, dias = segundos // 60 % 60, segundos // 3600 % 24, segundos // 86400
+    partes = [
+        texto
+        for n, texto in (
+            (dias, _contar(dias, "dia", "dias")),
+            (horas, _contar(horas, "hora", "horas")),
+            (minutos, _contar(minutos, "minuto", "minutos")),
+        )
+        if n
+    ][:2]
+    return " e ".join(partes)
+
+
+def ha(instante: datetime | None, agora: datetime) -> str:
+    """'há 3 minutos', 'agora há pouco' under a minute (not 'há 0 minuto')."""
+    if instante is None:
+        return "—"
+    intervalo = agora - instante
+    if intervalo < timedelta(minutes=1):
+        return "agora há pouco"
+    return f"há {por_extenso(intervalo)}"
