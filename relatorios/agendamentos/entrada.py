@@ -81,10 +81,27 @@ def cron_do_seletor(
     if frequencia == Frequencia.DIARIA:
         return f"{quando} * * *"
     if frequencia == Frequencia.SEMANAL:
-        return f"{quando} * * {','.join(sorted(dias_da_semana, key=int))}"
+        return f"{quando} * * {em_faixas(sorted({int(d) for d in dias_da_semana}))}"
     if frequencia == Frequencia.MENSAL:
         return f"{quando} {dia_do_mes} * *"
     raise ValueError(f"not a picker frequency: {frequencia}")
+
+
+def em_faixas(numeros: list[int]) -> str:
+    """'1-5' for 1,2,3,4,5 and '1,3,5' for 1,3,5: a run of three or more
+    sorted numbers as a range, as people write a cron."""
+    partes: list[str] = []
+    inicio = 0
+    for i in range(1, len(numeros) + 1):
+        if i < len(numeros) and numeros[i] == numeros[i - 1] + 1:
+            continue
+        faixa = numeros[inicio:i]
+        if len(faixa) >= 3:
+            partes.append(f"{faixa[0]}-{faixa[-1]}")
+        else:
+            partes.extend(str(n) for n in faixa)
+        inicio = i
+    return ",".join(partes)
 
 
 def separar_por_virgula(texto: str) -> list[str]:
@@ -102,6 +119,19 @@ class Previa:
     disparos: list[tuple[str, str | None]]
 
 
+class SelectDeTipo(forms.Select):
+    """The report types, each option saying whether the type groups by day or
+    month (`data-usa-agrupar`): agendamento.js hides "Agrupar" for the
+    others, as a field that does not apply."""
+
+    def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        opcao = super().create_option(*args, **kwargs)
+        tipo = tipos.registro().get(str(opcao["value"]))
+        if tipo is not None:
+            opcao["attrs"]["data-usa-agrupar"] = "1" if tipo.usa_agrupar else "0"
+        return opcao
+
+
 class AgendamentoForm(forms.Form):
     """What a manager (or support, for a tenant) fills in to schedule a report;
     `agenda.criar` validates it (the cron, the deadline, the stores) and
@@ -111,8 +141,12 @@ class AgendamentoForm(forms.Form):
     tipo = forms.ChoiceField(
         label="Relatório",
         choices=lambda: [(t.tipo, t.titulo) for t in tipos.registro().values()],
+        widget=SelectDeTipo,
     )
-    periodo = forms.ChoiceField(label="Período", choices=Periodo.choices)
+    # The picker starts on "todo mês": the period that fits it.
+    periodo = forms.ChoiceField(
+        label="Período", choices=Periodo.choices, initial=Periodo.MES_ANTERIOR
+    )
     frequencia = forms.ChoiceField(
         label="Quando",
         choices=Frequencia.choices,

@@ -40,6 +40,27 @@ def formulario(**seletor: Any) -> AgendamentoForm:
             },
             "30 6 * * 1,3,5",
         ),
+        # A run of days is written as a range, as people write a cron.
+        (
+            {
+                "frequencia": "semanal",
+                "horario": "07:00",
+                "dias_da_semana": ["1", "2", "3", "4", "5"],
+            },
+            "0 7 * * 1-5",
+        ),
+        (
+            {
+                "frequencia": "semanal",
+                "horario": "07:00",
+                "dias_da_semana": ["0", "1", "2", "3", "5", "6"],
+            },
+            "0 7 * * 0-3,5,6",
+        ),
+        (
+            {"frequencia": "semanal", "horario": "07:00", "dias_da_semana": ["1", "2"]},
+            "0 7 * * 1,2",
+        ),
         # Sunday is cron's 0, listed last by the picker, first in the cron.
         (
             {"frequencia": "semanal", "horario": "07:00", "dias_da_semana": ["6", "0"]},

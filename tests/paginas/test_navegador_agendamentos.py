@@ -98,7 +98,13 @@ def test_gerente_agenda_o_fim_do_mes_pelo_seletor_sem_digitar_cron(
     assert agendamento.cron == f"30 {hora.hour} L * *"
     assert agendamento.prazo.total_seconds() == PRAZO * 60
     linha = pagina.locator(f"tr[data-agendamento='{agendamento.pk}']")
-    expect(linha.locator("[data-campo='descricao']")).to_contain_text(frase)
+    # The short sentence in the cell, the full one (zone, next) on hover.
+    expect(linha.locator("[data-campo='descricao']")).to_have_text(
+        f"no último dia de cada mês, às {hora:%H:%M}"
+    )
+    expect(linha.locator("[data-campo='descricao']")).to_have_attribute(
+        "title", f"{frase} · cron 30 {hora.hour} L * *"
+    )
     for local in locais:
         expect(linha).to_contain_text(local)
 
@@ -159,8 +165,9 @@ def test_frase_e_proximos_disparos_atravessam_a_mudanca_de_horario(
     agendamento = Agendamento.objects.get()
     assert agendamento.proximo_disparo == travessia.disparos[0]
     linha = pagina.locator(f"tr[data-agendamento='{agendamento.pk}']")
-    expect(linha.locator("[data-campo='descricao']")).to_contain_text(
-        f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}"
+    expect(linha.locator("[data-campo='descricao']")).to_have_attribute(
+        "title",
+        re.compile(re.escape(f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}")),
     )
     for local in travessia.locais:
         expect(linha).to_contain_text(local)
@@ -194,3 +201,29 @@ def test_suporte_ve_a_previa_no_fuso_do_tenant_escolhido(
     expect(pagina.locator("[data-campo='previa-disparo']")).to_have_count(3)
     expect(pagina.locator(".field-dia_do_mes")).to_be_hidden()
     assert not Agendamento.objects.exists()
+
+
+def test_campos_e_padroes_seguem_o_relatorio_e_a_frequencia(
+    tenant: Tenant,
+    servidor: str,
+    navegador: Browser,  # noqa: F811
+) -> None:
+    pagina = abrir(navegador, servidor, tenant)
+    agrupar = pagina.locator("#campo-agrupar")
+    periodo = pagina.locator("#id_periodo")
+
+    # The picker opens on "todo mês" with the period that fits it.
+    expect(periodo).to_have_value("mes_anterior")
+    pagina.select_option("#id_tipo", "fechamento")
+    expect(agrupar).to_be_hidden()
+    pagina.select_option("#id_tipo", "vendas")
+    expect(agrupar).to_be_visible()
+
+    pagina.check("input[name=frequencia][value=semanal]")
+    expect(periodo).to_have_value("semana_anterior")
+    pagina.check("input[name=frequencia][value=diaria]")
+    expect(periodo).to_have_value("ontem")
+    # Once the manager picks a period, the frequency leaves it alone.
+    pagina.select_option("#id_periodo", "ano_anterior")
+    pagina.check("input[name=frequencia][value=mensal]")
+    expect(periodo).to_have_value("ano_anterior")

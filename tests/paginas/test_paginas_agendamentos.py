@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,7 +12,8 @@ from django.utils import timezone
 
 from relatorios.agendamentos import alertas, disparo
 from relatorios.agendamentos.entrada import PREVISUALIZAR as PREVIA
-from relatorios.models import Agendamento, Alerta, Tenant, Usuario
+from relatorios.jobs import suporte
+from relatorios.models import Agendamento, Alerta, Ocorrencia, Tenant, Usuario
 from tests import fusos, helpers
 
 pytestmark = pytest.mark.django_db
@@ -138,7 +139,9 @@ def test_loja_de_outro_tenant_nao_e_aceita(
 def test_gerente_pausa_retoma_e_exclui(cliente: Client, tenant: Tenant) -> None:
     agendamento = agendar(tenant, nome="Diário")
     base = f"{PAGINA}{agendamento.pk}"
-    assert cliente.post(f"{base}/pausar/")["Location"] == PAGINA
+    assert cliente.post(f"{base}/pausar/")["Location"] == (
+        f"{PAGINA}?pausado={agendamento.pk}"
+    )
     agendamento.refresh_from_db()
     assert (agendamento.ativo, agendamento.proximo_disparo) == (False, None)
     assert "Retomar" in cliente.get(PAGINA).content.decode()
@@ -156,6 +159,25 @@ def test_gerente_pausa_retoma_e_exclui(cliente: Client, tenant: Tenant) -> None:
     )
     # Gone for the page: acting on it again is a 404.
     assert cliente.post(f"{base}/retomar/").status_code == 404
+
+
+def test_pausar_diz_qual_e_oferece_desfazer(cliente: Client, tenant: Tenant) -> None:
+    agendamento = agendar(tenant, nome="Vendas do dia")
+    pagina = cliente.post(
+        f"{PAGINA}{agendamento.pk}/pausar/", follow=True
+    ).content.decode()
+    desfazer = f"{PAGINA}{agendamento.pk}/retomar/"
+
+    assert "Agendamento «Vendas do dia» pausado." in pagina
+    assert f'action="{desfazer}"' in pagina
+    assert "Desfazer (retomar «Vendas do dia»)" in pagina
+    cliente.post(desfazer)
+    agendamento.refresh_from_db()
+    assert agendamento.ativo
+    # Once resumed, the same address offers nothing to undo.
+    depois = cliente.get(f"{PAGINA}?pausado={agendamento.pk}").content.decode()
+    assert "Desfazer" not in depois
+    assert "Desfazer" not in cliente.get(f"{PAGINA}?pausado=x").content.decode()
 
 
 def test_pausar_duas_vezes_avisa_que_nada_mudou(
@@ -226,14 +248,15 @@ def test_painel_mostra_quantos_alertas_estao_abertos(
     assert "2 alertas abertos" in html
 
 
-def test_suporte_recebe_403_nas_paginas_de_agendamento(
+def test_suporte_vai_ao_admin_e_nao_age_nas_paginas_de_agendamento(
     db: None, tenant: Tenant
 ) -> None:
     agendamento = agendar(tenant)
     suporte = helpers.criar_usuario(None, is_staff=True)[0]
     cliente = Client()
     cliente.force_login(suporte)
-    assert cliente.get(PAGINA).status_code == 403
+    # Reading: support is sent to its own place; acting: refused.
+    assert cliente.get(PAGINA)["Location"] == "/admin/"
     assert cliente.post(f"{PAGINA}novo/", NOVO).status_code == 403
     assert cliente.post(f"{PAGINA}previa/", NOVO).status_code == 403
     assert cliente.post(f"{PAGINA}{agendamento.pk}/pausar/").status_code == 403
@@ -344,3 +367,27 @@ def test_previa_do_script_e_um_fragmento_com_os_erros_do_seletor(
     assert "o intervalo mínimo é 15 minutos" in intervalo.content.decode()
     assert cliente.get(f"{PAGINA}previa/").status_code == 405
     assert not Agendamento.objects.exists()
+
+
+def test_cada_execucao_diz_como_terminou(cliente: Client, tenant: Tenant) -> None:
+    agendamento = agendar(tenant, nome="Vendas do dia")
+    entregue = disparo.executar_agora(agendamento_id=agendamento.pk)
+    falha = disparo.executar_agora(agendamento_id=agendamento.pk)
+    # 18:11 UTC is 15:11 in Brasília, the tenant's clock.
+    Ocorrencia.objects.filter(pk=entregue.pk).update(
+        entregue_em=datetime(2026, 12, 7, 18, 11, tzinfo=UTC), motivo=""
+    )
+    suporte.marcar_como_falhou(job_id=falha.job_id, motivo="ERP fora do ar")
+
+    linha = linha_do_agendamento(cliente.get(PAGINA).content.decode(), agendamento)
+    desfechos = re.findall(r"data-desfecho>([^<]+)<", linha)
+    assert sorted(desfechos) == ["Entregue às 15:11", "Falhou (manual)"]
+
+
+def test_pedido_por_nomeia_o_agendamento(cliente: Client, tenant: Tenant) -> None:
+    agendamento = agendar(tenant, nome="Fechamento da contabilidade")
+    disparo.executar_agora(agendamento_id=agendamento.pk)
+
+    html = cliente.get("/painel/").content.decode()
+
+    assert "agendamento «Fechamento da contabilidade»" in html
