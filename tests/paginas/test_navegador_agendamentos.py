@@ -30,6 +30,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
 SAO_PAULO = "America/Sao_Paulo"
 PAGINA = "/painel/agendamentos/"
 PRAZO = 180
+# The preview's firing and deadline cells (the third says the period).
+CELULAS_DE_HORARIO = "[data-campo='previa-disparo'] td:not([data-campo])"
 
 
 def abrir(navegador: Browser, servidor: str, tenant: Tenant, **contexto: bool) -> Page:  # noqa: F811
@@ -84,7 +86,7 @@ def test_gerente_agenda_o_fim_do_mes_pelo_seletor_sem_digitar_cron(
 
     # The preview follows the form (agendamento.js asks the server).
     expect(pagina.locator("[data-campo='previa-descricao']")).to_have_text(frase)
-    expect(pagina.locator("[data-campo='previa-disparo'] td")).to_have_text(
+    expect(pagina.locator(CELULAS_DE_HORARIO)).to_have_text(
         celulas_da_previa(locais, prazos)
     )
     assert cron.input_value() == ""
@@ -156,7 +158,7 @@ def test_frase_e_proximos_disparos_atravessam_a_mudanca_de_horario(
     expect(descricao).to_contain_text(
         f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}"
     )
-    expect(pagina.locator("[data-campo='previa-disparo'] td")).to_have_text(
+    expect(pagina.locator(CELULAS_DE_HORARIO)).to_have_text(
         celulas_da_previa(travessia.locais, prazos)
     )
     pagina.click("button:has-text('Agendar')")
@@ -227,3 +229,14 @@ def test_campos_e_padroes_seguem_o_relatorio_e_a_frequencia(
     pagina.select_option("#id_periodo", "ano_anterior")
     pagina.check("input[name=frequencia][value=mensal]")
     expect(periodo).to_have_value("ano_anterior")
+
+    # Every N minutes or hours: its two fields in view, the time hidden.
+    expect(pagina.locator("#campo-intervalo")).to_be_hidden()
+    pagina.check("input[name=frequencia][value=intervalo]")
+    expect(pagina.locator("#campo-intervalo")).to_be_visible()
+    expect(pagina.locator("#campo-horario")).to_be_hidden()
+    pagina.fill("#id_intervalo", "2")
+    pagina.select_option("#id_unidade", "horas")
+    expect(pagina.locator("[data-campo='previa-descricao']")).to_contain_text(
+        "a cada 2 horas (horário de Brasília)"
+    )

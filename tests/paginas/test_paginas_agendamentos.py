@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
@@ -391,3 +392,32 @@ def test_pedido_por_nomeia_o_agendamento(cliente: Client, tenant: Tenant) -> Non
     html = cliente.get("/painel/").content.decode()
 
     assert "agendamento «Fechamento da contabilidade»" in html
+
+
+def _semana_antes(dia: date) -> str:
+    segunda = dia - timedelta(days=dia.weekday() + 7)
+    return f"{segunda:%d/%m/%Y} a {segunda + timedelta(days=6):%d/%m/%Y}"
+
+
+@pytest.mark.parametrize(
+    ("periodo", "esperado"),
+    [
+        ("mes_anterior", lambda dia: f"dezembro de {dia.year - 1}"),
+        ("ontem", lambda dia: f"31/12/{dia.year - 1}"),
+        ("ano_anterior", lambda dia: str(dia.year - 1)),
+        ("semana_anterior", _semana_antes),
+    ],
+)
+def test_previa_diz_o_periodo_de_cada_disparo(
+    cliente: Client, periodo: str, esperado: Any
+) -> None:
+    # Every 1 January at 03:00: each firing reports on the year that ended.
+    primeiro = date(timezone.localdate(timezone=ZoneInfo(SAO_PAULO)).year + 1, 1, 1)
+    html = cliente.post(
+        f"{PAGINA}previa/", NOVO | {"periodo": periodo, "cron": "0 3 1 1 *"}
+    ).content.decode()
+
+    periodos = re.findall(r'data-campo="previa-periodo">([^<]+)<', html)
+    assert periodos == [
+        esperado(primeiro.replace(year=primeiro.year + n)) for n in range(3)
+    ]

@@ -7,7 +7,8 @@
   "use strict";
 
   var CAMPOS = ["tenant", "frequencia", "horario", "dias_da_semana",
-                "dia_do_mes", "cron", "prazo_minutos"];
+                "dia_do_mes", "intervalo", "unidade", "cron", "prazo_minutos",
+                "periodo"];
   var caixa, form;
   var espera = null;
   var ultimo = 0;
