@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import logging
 
 import pytest
+from django.core.mail import EmailMessage
 from django.test import Client
 
+from config.console import EmailNoConsole
 from config.logs import InicioDoAxesEmDebug
 
 
@@ -36,3 +39,18 @@ def test_outras_linhas_do_axes_seguem_como_vieram() -> None:
 def test_paginas_e_admin_tem_favicon(caminho: str) -> None:
     html = Client().get(caminho).content.decode()
     assert '<link rel="icon" href="/static/relatorios/favicon.' in html
+
+
+def test_email_impresso_sem_o_base64_do_anexo() -> None:
+    saida = io.StringIO()
+    mensagem = EmailMessage("Relatório", "Segue o relatório.", to=["a@rede.com"])
+    mensagem.attach("vendas.xlsx", b"\x00\x01" * 5000, "application/vnd.ms-excel")
+
+    EmailNoConsole(stream=saida).send_messages([mensagem])
+
+    texto = saida.getvalue()
+    assert "Segue o relatório." in texto
+    assert "[anexo vendas.xlsx (application/vnd.ms-excel, 10000 bytes) omitido" in texto
+    assert "AAEAAQAB" not in texto  # the attachment's base64
+    # The message itself keeps its attachment.
+    assert mensagem.attachments[0][1] == b"\x00\x01" * 5000
