@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.core.mail import EmailMessage
@@ -11,6 +16,7 @@ from django.test import Client
 
 from config.console import EmailNoConsole
 from config.logs import InicioDoAxesEmDebug
+from tests import helpers, processos
 
 
 def _registro(msg: str) -> logging.LogRecord:
@@ -54,3 +60,25 @@ def test_email_impresso_sem_o_base64_do_anexo() -> None:
     assert "AAEAAQAB" not in texto  # the attachment's base64
     # The message itself keeps its attachment.
     assert mensagem.attachments[0][1] == b"\x00\x01" * 5000
+
+
+def test_proxy_apaga_sua_pasta_ao_parar(tmp_path: Path) -> None:
+    ambiente = {
+        **os.environ,
+        "TMPDIR": str(tmp_path),
+        "PROXY_BIND": f"127.0.0.1:{processos.porta_livre()}",
+    }
+    proxy = subprocess.Popen(
+        [sys.executable, "-m", "config.proxy"], cwd=processos.RAIZ, env=ambiente
+    )
+    try:
+        pid = helpers.esperar(
+            lambda: next(tmp_path.glob("relatorios-proxy-*/nginx.pid"), None),
+            timeout=30,
+        )
+        assert pid is not None
+        proxy.send_signal(signal.SIGTERM)
+        assert proxy.wait(timeout=30) == 0
+    finally:
+        proxy.kill()
+    assert list(tmp_path.iterdir()) == []
