@@ -17,9 +17,8 @@ from django.http import HttpRequest
 from django.utils.html import format_html
 
 from relatorios.admin.comum import LIMITE_EM_MASSA, SomenteLeitura, horario_do_tenant
-from relatorios.models import Entrega, Evento, Webhook
+from relatorios.models import Entrega, Webhook
 from relatorios.notificacoes import canais, saida, webhooks
-from relatorios.notificacoes.webhooks import EVENTOS
 from relatorios.tipos.normalizacao import ErroDeParametro
 
 # How much of a delivery's last error the list shows.
@@ -34,8 +33,7 @@ class WebhookForm(forms.ModelForm):
     # channel's hosts).
     url = forms.CharField(max_length=2000, widget=forms.URLInput(attrs={"size": 80}))
     eventos = forms.MultipleChoiceField(
-        # The label and the code: the code is what the endpoint receives.
-        choices=[(e, f"{Evento(e).label} ({e})") for e in EVENTOS],
+        choices=webhooks.escolhas_de_eventos(),
         widget=forms.CheckboxSelectMultiple,
     )
 
@@ -88,7 +86,7 @@ class WebhookAdmin(admin.ModelAdmin):
 
     @admin.display(description="eventos")
     def eventos_(self, webhook: Webhook) -> str:
-        return ", ".join(_evento(e) for e in webhook.eventos)
+        return ", ".join(webhooks.rotulo_do_evento(e) for e in webhook.eventos)
 
     @admin.display(description="segredo")
     def segredo_parcial(self, webhook: Webhook) -> str:
@@ -156,7 +154,9 @@ class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
     @admin.display(description="evento", ordering="evento")
     def evento_(self, entrega: Entrega) -> str:
         return format_html(
-            '<span title="{}">{}</span>', entrega.evento, _evento(entrega.evento)
+            '<span title="{}">{}</span>',
+            entrega.evento,
+            webhooks.rotulo_do_evento(entrega.evento),
         )
 
     @admin.display(description="destino")
@@ -194,8 +194,3 @@ class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
                 f"{len(ids) - len(feitas)} não reenviada(s): já entregues ou em envio.",
                 messages.WARNING,
             )
-
-
-def _evento(codigo: str) -> str:
-    """An event by its label ("relatório pronto"); an unknown code as is."""
-    return str(Evento(codigo).label) if codigo in Evento.values else codigo

@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import formats, translation
 
 from relatorios.agendamentos.aberturas import Leitura
-from relatorios.models import Entrega, Usuario, relogio
+from relatorios.models import Entrega, Usuario, Webhook, relogio
 from tests import helpers
 
 
@@ -97,3 +97,21 @@ def test_agendamento_no_admin_sem_json_nem_codigo_do_tipo() -> None:
     assert "contab@rede.com, dono@rede.com" in pagina
     assert "[&quot;contab@rede.com&quot;" not in pagina
     assert '<span title="vendas">Vendas por período e loja</span>' in lista
+
+
+@pytest.mark.django_db
+def test_webhooks_da_pagina_mostram_os_eventos_por_extenso() -> None:
+    tenant = helpers.criar_tenant()
+    Webhook.objects.create(
+        tenant=tenant,
+        url="https://exemplo.com.br/ganchos",
+        eventos=["job.pronto", "alerta.aberto"],
+        segredo="s",
+    )
+    cliente = Client()
+    cliente.force_login(helpers.criar_usuario(tenant)[0])
+
+    html = cliente.get("/painel/webhooks/").content.decode()
+
+    assert "relatório pronto, alerta aberto" in html
+    assert "relatório pronto (job.pronto)" in html  # the form's choice
