@@ -83,7 +83,9 @@ def verificar_email(**kwargs: Any) -> list[checks.CheckMessage]:
     server, writes each message whole to the process's standard output: in a
     deployment that is the log stream, and a report's email is a tenant's
     data, never a log line (docs/seguranca.md, "Logs")."""
-    if settings.DEBUG or not settings.EMAIL_BACKEND.endswith(".console.EmailBackend"):
+    # Django's console backend, or ours over it (config/console.py, the default).
+    console = (".console.EmailBackend", ".console.EmailNoConsole")
+    if settings.DEBUG or not settings.EMAIL_BACKEND.endswith(console):
         return []
     return [
         checks.Warning(
