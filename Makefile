@@ -33,9 +33,15 @@ demo: db
 # (deploy/nginx/relatorios.conf via config/proxy.py): the browser's origin
 # http://127.0.0.1:8000, the pages from the web server behind it, the event
 # streams from the events process.
+# The links in the demo's emails point at the local origin, and the web
+# believes the X-Forwarded-For of its own proxy (127.0.0.1), as production
+# does of its nginx.
 run: demo
 	$(BIN)/python manage.py collectstatic --noinput -v 0
-	LOG_FORMAT=$${LOG_FORMAT:-texto} PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile.dev
+	LOG_FORMAT=$${LOG_FORMAT:-texto} \
+	RELATORIOS_URL_BASE=$${RELATORIOS_URL_BASE:-http://127.0.0.1:8000} \
+	RELATORIOS_PROXIES_CONFIAVEIS=$${RELATORIOS_PROXIES_CONFIAVEIS:-127.0.0.1/32} \
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/honcho start -f Procfile.dev
 
 test: install
 	bash .ci/dependencias-do-sistema

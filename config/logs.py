@@ -67,6 +67,18 @@ def acesso_ligado() -> bool:
     return bool(valor.strip())
 
 
+class InicioDoAxesEmDebug(logging.Filter):
+    """django-axes logs "AXES: BEGIN version ..." at INFO in every process
+    that starts Django (each web worker, each cluster): noise at the top of
+    `make run`. It is a DEBUG line here, shown only when LOG_LEVEL=DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not str(record.msg).startswith("AXES: BEGIN"):
+            return True
+        record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return logging.getLogger().getEffectiveLevel() <= logging.DEBUG
+
+
 def configuracao(*, acesso: bool = True) -> dict[str, Any]:
     """The dictConfig; `acesso` False silences the web's access log."""
     formato = os.environ.get("LOG_FORMAT", "json").strip().lower() or "json"
@@ -97,6 +109,7 @@ def configuracao(*, acesso: bool = True) -> dict[str, Any]:
         "filters": {
             "request_id": {"()": "relatorios.operacao.logs.ComRequestId"},
             "sem_token": {"()": "config.logs.SemTokenDeDownload"},
+            "inicio_do_axes": {"()": "config.logs.InicioDoAxesEmDebug"},
         },
         "handlers": {
             "console": {
@@ -119,6 +132,8 @@ def configuracao(*, acesso: bool = True) -> dict[str, Any]:
             # secrets. Never, whatever LOG_LEVEL says; pg_stat_statements and
             # RELATORIOS_METRICAS_SQL tell which statements run.
             "django.db.backends": {"level": "INFO"},
+            # django-axes' "AXES: BEGIN ..." banner, once per process at INFO.
+            "axes.apps": {"filters": ["inicio_do_axes"]},
             # The web's access line (config/vigia.py): its fields are `extra=`.
             "relatorios.acesso": {
                 "handlers": ["console"],

@@ -5,7 +5,7 @@ It writes a complete nginx.conf around the deployed server block in a
 private folder, with the three addresses taken from PROXY_BIND (the
 browser's origin, 127.0.0.1:8000), WEB_BIND (127.0.0.1:8002) and
 EVENTOS_BIND (127.0.0.1:8001), and runs nginx in the foreground: Ctrl-C or
-SIGTERM stop it.
+SIGTERM stop it, and the folder is removed.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -72,8 +74,19 @@ def main() -> int:
             pasta=pasta,
         )
     )
-    # nginx replaces this process: signals reach it directly.
-    os.execv(nginx, [nginx, "-p", str(pasta), "-c", str(arquivo)])
+    # nginx runs as a child, not in this process's place, so that its
+    # private folder is removed when it stops; Ctrl-C and SIGTERM are passed on.
+    processo = subprocess.Popen([nginx, "-p", str(pasta), "-c", str(arquivo)])
+
+    def repassar(sinal: int, _quadro: object) -> None:
+        processo.send_signal(sinal)
+
+    for sinal in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sinal, repassar)
+    try:
+        return processo.wait()
+    finally:
+        shutil.rmtree(pasta, ignore_errors=True)
 
 
 if __name__ == "__main__":

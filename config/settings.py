@@ -261,6 +261,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "pt-br"
+# Our corrections to Django's pt_BR catalogue (month names in lower case).
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
@@ -710,10 +712,9 @@ RELATORIOS_ARQUIVO_GERACAO_MAX_S = env_int("RELATORIOS_ARQUIVO_GERACAO_MAX_S", 1
 # recipient gets one email listing them instead of one email each.
 RELATORIOS_ALERTAS_RESUMO_APOS = env_int("RELATORIOS_ALERTAS_RESUMO_APOS", 3)
 
-# Django's email: the console by default; SMTP when EMAIL_BACKEND says so.
-EMAIL_BACKEND = env_str(
-    "EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
-)
+# Django's email: the console by default (without the attachments' base64,
+# config/console.py); SMTP when EMAIL_BACKEND says so.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "config.console.EmailNoConsole")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
 EMAIL_PORT = env_int("EMAIL_PORT", 25)
 EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")

@@ -88,7 +88,9 @@ def verificar_email(**kwargs: Any) -> list[checks.CheckMessage]:
     server, writes each message whole to the process's standard output: in a
     deployment that is the log stream, and a report's email is a tenant's
     data, never a log line (docs/seguranca.md, "Logs")."""
-    if settings.DEBUG or not settings.EMAIL_BACKEND.endswith(".console.EmailBackend"):
+    # Django's console backend, or ours over it (config/console.py, the default).
+    console = (".console.EmailBackend", ".console.EmailNoConsole")
+    if settings.DEBUG or not settings.EMAIL_BACKEND.endswith(console):
         return []
     return [
         checks.Warning(
@@ -130,6 +132,10 @@ class SiteDeSuporte(admin.AdminSite):
     site_title = "relatorios · suporte"
     index_title = "Visão geral"
     index_template = "admin/relatorios/indice.html"
+    # The lists get the whole width of a 1280 px laptop (the job list's
+    # error column, the schedules' actions): the side menu repeats the
+    # index page, one click away in the header.
+    enable_nav_sidebar = False
 
     def has_permission(self, request: HttpRequest) -> bool:
         return super().has_permission(request) and (

@@ -31,9 +31,11 @@ from relatorios.admin.comum import (
     FiltroTipo,
     Textos,
     aplicar,
+    horario_do_tenant,
     link_do_job,
     local,
     selecionados,
+    tipo_legivel,
 )
 from relatorios.agendamentos import aberturas, agenda, disparo
 from relatorios.agendamentos.entrada import AgendamentoForm
@@ -46,6 +48,7 @@ from relatorios.models import (
     LimiteDoTenant,
     Ocorrencia,
     Tenant,
+    relogio,
 )
 
 # Occurrences listed on a schedule's page (the full list is one link away).
@@ -154,7 +157,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
         "id",
         "tenant",
         "nome",
-        "tipo",
+        tipo_legivel,
         "periodo",
         "quando",
         "prazo_curto",
@@ -177,11 +180,11 @@ class AgendamentoAdmin(admin.ModelAdmin):
         ("tipo", "periodo", "agrupar"),
         "quando",
         ("cron", "prazo_curto", "recuperacao"),
-        "lojas",
-        ("destinatarios", "entrega", "pular"),
+        "lojas_",
+        ("destinatarios_", "entrega", "pular"),
         "leitura",
         ("proximos_disparos", "criado_por"),
-        ("criado_em", "pausado_em", "excluido_em"),
+        ("criado_em_", "pausado_em_", "excluido_em_"),
     )
 
     # --- permissions: schedules are created and acted on, never edited or deleted
@@ -218,13 +221,21 @@ class AgendamentoAdmin(admin.ModelAdmin):
             leitura = aberturas.leituras([agendamento.pk]).get(agendamento.pk)
         return texto_da_leitura(leitura, agendamento)
 
-    @admin.display(description="quando (fuso do tenant)")
+    @admin.display(description="quando")
     def quando(self, agendamento: Agendamento) -> str:
         return format_html(
             "{}<br><small>cron <code>{}</code></small>",
             agendamento.descricao,
             agendamento.cron,
         )
+
+    @admin.display(description="lojas")
+    def lojas_(self, agendamento: Agendamento) -> str:
+        return ", ".join(agendamento.lojas or []) or "todas"
+
+    @admin.display(description="destinatários")
+    def destinatarios_(self, agendamento: Agendamento) -> str:
+        return ", ".join(agendamento.destinatarios or []) or "—"
 
     @admin.display(description="prazo", ordering="prazo")
     def prazo_curto(self, agendamento: Agendamento) -> str:
@@ -236,22 +247,26 @@ class AgendamentoAdmin(admin.ModelAdmin):
             return "excluído"
         return "ativo" if agendamento.ativo else "pausado"
 
-    @admin.display(description="próximo disparo (fuso do tenant)")
-    def proximo_disparo_local(self, agendamento: Agendamento) -> str:
-        return local(agendamento.proximo_disparo, agendamento.tenant.fuso_horario)
+    proximo_disparo_local = horario_do_tenant("proximo_disparo", "próximo disparo")
+    criado_em_ = horario_do_tenant("criado_em", "criado em")
+    pausado_em_ = horario_do_tenant("pausado_em", "pausado em")
+    excluido_em_ = horario_do_tenant("excluido_em", "excluído em")
 
     @admin.display(description="última ocorrência")
     def ultima_ocorrencia(self, agendamento: Agendamento) -> str:
         estado = getattr(agendamento, "ultimo_estado", None)
         return str(EstadoOcorrencia(estado).label) if estado else "—"
 
-    @admin.display(description="próximos disparos (fuso do tenant)")
+    @admin.display(description="próximos disparos")
     def proximos_disparos(self, agendamento: Agendamento) -> str:
         fuso = agendamento.tenant.fuso_horario
         disparos = agenda.proximos_disparos(agendamento, 3)
         if not disparos:
             return "— (pausado)"
-        return f"{', '.join(local(d, fuso) for d in disparos)} ({fuso})"
+        return (
+            f"{', '.join(local(d, fuso) for d in disparos)} "
+            f"({relogio.nome_do_fuso(fuso)})"
+        )
 
     @admin.display(description="últimas ocorrências")
     def ultimas_ocorrencias(self, agendamento: Agendamento) -> str:
@@ -286,7 +301,7 @@ class AgendamentoAdmin(admin.ModelAdmin):
             "<th>job</th><th>prazo</th><th>alerta</th></tr></thead><tbody>{}</tbody>"
             "</table><p><a href='{}?agendamento__id__exact={}'>Todas as "
             "ocorrências deste agendamento</a></p>",
-            fuso,
+            relogio.nome_do_fuso(fuso),
             linhas,
             reverse("admin:relatorios_ocorrencia_changelist"),
             agendamento.pk,
@@ -473,11 +488,7 @@ def texto_da_leitura(
     leitura: aberturas.Leitura | None, agendamento: Agendamento
 ) -> str:
     """ "aberto em N das últimas M entregas", with what support should know."""
-    partes = [
-        "nenhuma entrega ainda"
-        if leitura is None
-        else f"aberto em {leitura.abertas} das últimas {leitura.entregas} entregas"
-    ]
+    partes = ["nenhuma entrega ainda" if leitura is None else leitura.frase]
     if leitura is not None and leitura.sem_leitura and agendamento.ativo:
         partes.append(
             f"ninguém abriu as últimas {aberturas.SEM_LEITURA} (sinalizado ao gerente)"

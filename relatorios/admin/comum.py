@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from django.contrib import admin, messages
 from django.db.models import Model, QuerySet
@@ -17,6 +16,7 @@ from django.utils.html import format_html
 
 from relatorios import tipos
 from relatorios.jobs.suporte import Acao
+from relatorios.models import relogio
 
 # One bulk action touches at most this many rows (each is its own guarded
 # transaction); "select all" on a million rows must be narrowed by filters.
@@ -44,7 +44,10 @@ class FiltroTipo(admin.SimpleListFilter):
     parameter_name = "tipo"
 
     def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
-        return [(nome, nome) for nome in sorted(tipos.registro())]
+        return sorted(
+            ((nome, tipos.titulo(nome)) for nome in tipos.registro()),
+            key=lambda par: par[1],
+        )
 
     def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet | None:
         return queryset.filter(tipo=self.value()) if self.value() else None
@@ -143,11 +146,55 @@ def aplicar(
 # --- How times and links read -----------------------------------------------------
 
 
+@admin.display(description="tipo", ordering="tipo")
+def tipo_legivel(objeto: Any) -> str:
+    """A report type by its title, its code in a tooltip (support's searches
+    and the API use the code)."""
+    return format_html(
+        '<span title="{}">{}</span>', objeto.tipo, tipos.titulo(objeto.tipo)
+    )
+
+
 def local(instante: datetime | None, fuso: str) -> str:
-    """An instant on a tenant's wall clock, as support reads it."""
+    """An instant on a tenant's wall clock, as support reads it (the zone
+    named in the column or the table's heading)."""
+    return relogio.hora_local(instante, fuso)
+
+
+def quando(instante: datetime | None, fuso: str, *, segundos: bool = False) -> str:
+    """An instant on a support page: the tenant's wall clock, the zone named."""
     if instante is None:
         return "—"
-    return instante.astimezone(ZoneInfo(fuso)).strftime("%d/%m/%Y %H:%M")
+    return format_html(
+        '<time datetime="{}">{}</time> <small class="fuso">({})</small>',
+        instante.isoformat(),
+        relogio.hora_local(instante, fuso, segundos=segundos),
+        relogio.nome_do_fuso(fuso),
+    )
+
+
+def fuso_de(objeto: Any) -> str:
+    """The zone of a tenant's object; UTC (named) for the few without one."""
+    tenant = getattr(objeto, "tenant", None)
+    return tenant.fuso_horario if tenant is not None else "UTC"
+
+
+def horario_do_tenant(
+    campo: str, descricao: str, *, ordenavel: bool = True
+) -> Callable[[Any, Any], str]:
+    """A column or read-only field showing `campo` on its tenant's clock.
+
+    Assign it on a ModelAdmin (`aberto_em_ = horario_do_tenant("aberto_em",
+    "aberto em")`) and name it in list_display or the fieldsets; the list
+    must select the tenant (list_select_related)."""
+
+    def mostrar(model_admin: Any, objeto: Any) -> str:
+        return quando(getattr(objeto, campo), fuso_de(objeto))
+
+    mostrar.__name__ = f"{campo}_"
+    return admin.display(description=descricao, ordering=campo if ordenavel else None)(
+        mostrar
+    )
 
 
 def link_do_job(job_id: int | None) -> str:

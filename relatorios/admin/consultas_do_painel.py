@@ -15,8 +15,8 @@ not the years of history behind it (docs/benchmarks.md, B4 dashboard):
 
 Hours are cut in the database session's zone (UTC: Django sets it), so a
 change of daylight saving time never makes an hour of 0 or 120 minutes; days
-are the admin's zone's (`fuso`). Aggregation happens here, in SQL; Python
-only shapes the few rows for the charts.
+are the dashboard's zone's (`fuso`, `fuso_da_maioria`). Aggregation happens
+here, in SQL; Python only shapes the few rows for the charts.
 """
 
 from __future__ import annotations
@@ -26,7 +26,19 @@ from datetime import date, datetime
 
 from django.db import connection
 
-from relatorios.models import Cluster
+from relatorios.models import Cluster, relogio
+
+
+def fuso_da_maioria() -> str:
+    """The zone most tenants use: the dashboard's clock across tenants, so
+    support reads the hours most managers read (Brasília's when none)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT fuso_horario FROM tenants GROUP BY 1 ORDER BY count(*) DESC, 1 "
+            "LIMIT 1"
+        )
+        linha = cursor.fetchone()
+    return str(linha[0]) if linha else relogio.BRASILIA
 
 
 @dataclass(frozen=True)
@@ -84,6 +96,7 @@ class Motivo:
 # The reason of an `erro`: what precedes its first colon ("ValueError: loja
 # sem dados" -> "ValueError"; the service's own messages have none), without
 # the "(após N tentativas)" of a retried failure.
+SEM_MENSAGEM = "sem mensagem"
 _MOTIVO = r"""
     coalesce(nullif(regexp_replace(split_part(erro, ':', 1),
                                    '\s*\(após \d+ tentativas\)$', ''), ''),

@@ -16,10 +16,9 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 from django.utils.html import format_html
 
-from relatorios.admin.comum import LIMITE_EM_MASSA, SomenteLeitura
+from relatorios.admin.comum import LIMITE_EM_MASSA, SomenteLeitura, horario_do_tenant
 from relatorios.models import Entrega, Webhook
 from relatorios.notificacoes import canais, saida, webhooks
-from relatorios.notificacoes.webhooks import EVENTOS
 from relatorios.tipos.normalizacao import ErroDeParametro
 
 # How much of a delivery's last error the list shows.
@@ -34,7 +33,8 @@ class WebhookForm(forms.ModelForm):
     # channel's hosts).
     url = forms.CharField(max_length=2000, widget=forms.URLInput(attrs={"size": 80}))
     eventos = forms.MultipleChoiceField(
-        choices=[(e, e) for e in EVENTOS], widget=forms.CheckboxSelectMultiple
+        choices=webhooks.escolhas_de_eventos(),
+        widget=forms.CheckboxSelectMultiple,
     )
 
     class Meta:
@@ -60,12 +60,14 @@ class WebhookForm(forms.ModelForm):
 @admin.register(Webhook)
 class WebhookAdmin(admin.ModelAdmin):
     form = WebhookForm
-    list_display = ("id", "tenant", "canal", "url_", "eventos_", "ativo", "criado_em")
+    list_display = ("id", "tenant", "canal", "url_", "eventos_", "ativo", "criado_em_")
     list_filter = ("ativo", "canal", "tenant")
     list_select_related = ("tenant",)
     # Not the URL: a chat's is its credential, and no filter may test a guess.
     search_fields = ("tenant__nome",)
-    readonly_fields = ("segredo_parcial", "criado_por", "criado_em")
+    readonly_fields = ("segredo_parcial", "criado_por", "criado_em_")
+
+    criado_em_ = horario_do_tenant("criado_em", "criado em")
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         # A new URL is a new endpoint: it gets a new secret (a new webhook).
@@ -84,7 +86,7 @@ class WebhookAdmin(admin.ModelAdmin):
 
     @admin.display(description="eventos")
     def eventos_(self, webhook: Webhook) -> str:
-        return ", ".join(webhook.eventos)
+        return ", ".join(webhooks.rotulo_do_evento(e) for e in webhook.eventos)
 
     @admin.display(description="segredo")
     def segredo_parcial(self, webhook: Webhook) -> str:
@@ -126,25 +128,36 @@ class WebhookAdmin(admin.ModelAdmin):
 class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
     list_display = (
         "id",
-        "evento",
+        "evento_",
         "canal",
         "destino",
         "estado",
         "tentativas",
         "ultimo_status",
         "erro_resumido",
-        "proxima_em",
-        "criado_em",
+        "proxima_em_",
+        "criado_em_",
     )
     list_filter = ("estado", "canal", "evento")
-    list_select_related = ("webhook",)
+    list_select_related = ("webhook", "tenant")
     search_fields = ("=mensagem_id", "=job__id", "=alerta__id", "=ocorrencia__id")
     ordering = ("-criado_em",)
     show_facets = admin.ShowFacets.NEVER
     actions = ("reenviar",)
 
+    proxima_em_ = horario_do_tenant("proxima_em", "próxima tentativa")
+    criado_em_ = horario_do_tenant("criado_em", "criada em")
+
     def has_reenviar_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("relatorios.reenviar_entrega"))
+
+    @admin.display(description="evento", ordering="evento")
+    def evento_(self, entrega: Entrega) -> str:
+        return format_html(
+            '<span title="{}">{}</span>',
+            entrega.evento,
+            webhooks.rotulo_do_evento(entrega.evento),
+        )
 
     @admin.display(description="destino")
     def destino(self, entrega: Entrega) -> str:

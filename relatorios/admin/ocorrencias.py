@@ -22,8 +22,9 @@ from relatorios.admin.comum import (
     SomenteLeitura,
     Textos,
     aplicar,
+    horario_do_tenant,
     link_do_job,
-    local,
+    quando,
     selecionados,
 )
 from relatorios.agendamentos import alertas
@@ -74,15 +75,8 @@ class OcorrenciaAdmin(SomenteLeitura, PodeReexecutar, admin.ModelAdmin):
             return True
         return super().lookup_allowed(lookup, value, request)
 
-    @admin.display(
-        description="planejada para (fuso do tenant)", ordering="planejado_para"
-    )
-    def planejado_local(self, ocorrencia: Ocorrencia) -> str:
-        return local(ocorrencia.planejado_para, ocorrencia.tenant.fuso_horario)
-
-    @admin.display(description="prazo", ordering="prazo_em")
-    def prazo_local(self, ocorrencia: Ocorrencia) -> str:
-        return local(ocorrencia.prazo_em, ocorrencia.tenant.fuso_horario)
+    planejado_local = horario_do_tenant("planejado_para", "planejada para")
+    prazo_local = horario_do_tenant("prazo_em", "prazo")
 
     @admin.display(description="job")
     def job_link(self, ocorrencia: Ocorrencia) -> str:
@@ -162,8 +156,8 @@ class AlertaAdmin(SomenteLeitura, PodeReexecutar, admin.ModelAdmin):
         "agendamento",
         "planejado_local",
         "motivo",
-        "aberto_em",
-        "fechado_em",
+        "aberto_em_",
+        "fechado_em_",
         "fechado_por",
         "nota_resumida",
     )
@@ -172,6 +166,16 @@ class AlertaAdmin(SomenteLeitura, PodeReexecutar, admin.ModelAdmin):
     ordering = ("-aberto_em",)
     show_facets = admin.ShowFacets.NEVER
     actions = ("fechar_com_nota", "reexecutar_ocorrencia")
+
+    def lookup_allowed(self, lookup: str, value: str, request: Any = None) -> bool:
+        # The dashboard's occurrences chart links a day here: its alerts by
+        # the planned time (relatorio_ocorr_planejadas serves the range).
+        if lookup in (
+            "ocorrencia__planejado_para__gte",
+            "ocorrencia__planejado_para__lt",
+        ):
+            return True
+        return super().lookup_allowed(lookup, value, request)
 
     def has_fechar_permission(self, request: HttpRequest) -> bool:
         return bool(request.user.has_perm("relatorios.fechar_alerta"))
@@ -188,9 +192,12 @@ class AlertaAdmin(SomenteLeitura, PodeReexecutar, admin.ModelAdmin):
             agendamento,
         )
 
-    @admin.display(description="planejada para (fuso do tenant)")
+    aberto_em_ = horario_do_tenant("aberto_em", "aberto em")
+    fechado_em_ = horario_do_tenant("fechado_em", "fechado em")
+
+    @admin.display(description="planejada para")
     def planejado_local(self, alerta: Alerta) -> str:
-        return local(alerta.ocorrencia.planejado_para, alerta.tenant.fuso_horario)
+        return quando(alerta.ocorrencia.planejado_para, alerta.tenant.fuso_horario)
 
     @admin.display(description="nota")
     def nota_resumida(self, alerta: Alerta) -> str:

@@ -14,18 +14,21 @@ opens it (the Suporte group has it).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
+from datetime import date, datetime, time, timedelta
 from typing import Any
+from urllib.parse import urlencode
+from zoneinfo import ZoneInfo
 
 from django.contrib.admin import AdminSite
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from django.template.response import TemplateResponse
-from django.utils import timezone
+from django.urls import reverse
 
 from relatorios.admin import clusters as admin_clusters
 from relatorios.admin import consultas_do_painel as consultas
 from relatorios.admin.comum import curto
+from relatorios.models import relogio
 
 PERMISSAO = "relatorios.ver_painel"
 HORAS_DA_SEMANA = 7 * 24
@@ -62,10 +65,25 @@ class Grafico:
     # The values' unit, for the axis and the tooltips ("min").
     unidade: str = ""
     vazio_texto: str = ""
+    # Where each bar leads (the filtered list behind it); "" for none.
+    links: list[str] = field(default_factory=list)
 
     @property
     def vazio(self) -> bool:
         return not self.rotulos
+
+    @property
+    def linhas(self) -> list[tuple[str, str, list[float]]]:
+        """The chart as a table's rows (its accessible alternative): each
+        label, its link and its values."""
+        return [
+            (
+                rotulo,
+                self.links[i] if i < len(self.links) else "",
+                [s.valores[i] for s in self.series],
+            )
+            for i, rotulo in enumerate(self.rotulos)
+        ]
 
     def dados(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,23 +107,21 @@ class Painel:
         return {nome: g.dados() for nome, g in self.graficos.items()}
 
 
-def montar() -> Painel:
-    """Every read of the dashboard, in the admin's time zone."""
+def montar(fuso: str) -> Painel:
+    """Every read of the dashboard, on `fuso`'s clock."""
     horas = consultas.concluidos_por_hora(horas=HORAS_DA_SEMANA)
     # In the page's order: half-width charts in pairs, the week and the
     # occurrences across the page (relatorios/static/relatorios/admin.css).
     graficos = {
         "concluidos_24h": _concluidos(
-            "Jobs concluídos por hora — últimas 24 h", horas[-24:], "%H h"
+            "Jobs concluídos por hora — últimas 24 h", horas[-24:], "%H h", fuso
         ),
         "falhas": _falhas(consultas.falhas_por_motivo(limite=LIMITE_DE_MOTIVOS)),
         "concluidos_7d": _concluidos(
-            "Jobs concluídos por hora — últimos 7 dias", horas, "%d/%m %H h"
+            "Jobs concluídos por hora — últimos 7 dias", horas, "%d/%m %H h", fuso
         ),
         "ocorrencias": _ocorrencias(
-            consultas.ocorrencias_por_dia(
-                dias=DIAS_DE_OCORRENCIAS, fuso=timezone.get_current_timezone_name()
-            )
+            consultas.ocorrencias_por_dia(dias=DIAS_DE_OCORRENCIAS, fuso=fuso), fuso
         ),
         "tenants_jobs": _tenants(
             "Tenants com mais jobs — últimas 24 h",
@@ -128,17 +144,23 @@ def montar() -> Painel:
         graficos=graficos,
         fila=consultas.fila(),
         clusters=[
-            {"cluster": c, "estado": admin_clusters.estado(c)}
+            {
+                "cluster": c,
+                "estado": admin_clusters.estado(c),
+                "iniciado": relogio.hora_local(c.iniciado_em, fuso),
+            }
             for c in consultas.clusters_vivos()
         ],
         reuso=consultas.reuso_por_tenant(limite=LIMITE_DE_TENANTS),
     )
 
 
-def _concluidos(titulo: str, horas: list[consultas.Hora], formato: str) -> Grafico:
+def _concluidos(
+    titulo: str, horas: list[consultas.Hora], formato: str, fuso: str
+) -> Grafico:
     return Grafico(
         titulo=titulo,
-        rotulos=[timezone.localtime(h.inicio).strftime(formato) for h in horas],
+        rotulos=[relogio.no_fuso(h.inicio, fuso).strftime(formato) for h in horas],
         series=[
             Serie("pronto", [h.prontos for h in horas], VERDE),
             Serie("falhou", [h.falhos for h in horas], VERMELHO),
@@ -147,8 +169,23 @@ def _concluidos(titulo: str, horas: list[consultas.Hora], formato: str) -> Grafi
     )
 
 
+def _lista(modelo: str, **filtros: str) -> str:
+    url = reverse(f"admin:relatorios_{modelo}_changelist")
+    return f"{url}?{urlencode(filtros)}"
+
+
 def _falhas(motivos: list[consultas.Motivo]) -> Grafico:
+    # A reason leads to its failed jobs ("outros": all the failed ones).
+    especiais = ("outros", consultas.SEM_MENSAGEM)
     return Grafico(
+        links=[
+            _lista("relatoriojob", status__exact="falhou")
+            if m.motivo in especiais
+            else _lista(
+                "relatoriojob", status__exact="falhou", erro__startswith=m.motivo
+            )
+            for m in motivos
+        ],
         titulo="Falhas por motivo",
         rotulos=[m.motivo for m in motivos],
         series=[
@@ -160,8 +197,21 @@ def _falhas(motivos: list[consultas.Motivo]) -> Grafico:
     )
 
 
-def _ocorrencias(dias: list[consultas.Dia]) -> Grafico:
+def _ocorrencias(dias: list[consultas.Dia], fuso: str) -> Grafico:
+    # A day leads to the alerts of its occurrences (late or missed), that
+    # day being the dashboard's zone's.
+    def alertas_do_dia(dia: date) -> str:
+        inicio = datetime.combine(dia, time(), tzinfo=ZoneInfo(fuso))
+        fim = datetime.combine(dia + timedelta(days=1), time(), tzinfo=ZoneInfo(fuso))
+        return _lista(
+            "alerta",
+            situacao="todos",
+            ocorrencia__planejado_para__gte=inicio.isoformat(),
+            ocorrencia__planejado_para__lt=fim.isoformat(),
+        )
+
     return Grafico(
+        links=[alertas_do_dia(d.dia) for d in dias],
         titulo="Ocorrências agendadas por dia",
         rotulos=[d.dia.strftime("%d/%m") for d in dias],
         series=[
@@ -183,6 +233,9 @@ def _tenants(
     unidade: str = "",
 ) -> Grafico:
     return Grafico(
+        links=[
+            _lista("relatoriojob", tenant__id__exact=str(c.tenant_id)) for c in consumos
+        ],
         titulo=titulo,
         rotulos=[c.nome for c in consumos],
         series=[Serie(serie, [c.valor for c in consumos], cor)],
@@ -197,13 +250,15 @@ def painel(request: HttpRequest, *, site: AdminSite) -> TemplateResponse:
     who may not enter the admin (a tenant's user among them)."""
     if not request.user.has_perm(PERMISSAO):
         raise PermissionDenied
+    fuso = consultas.fuso_da_maioria()
     return TemplateResponse(
         request,
         "admin/relatorios/painel.html",
         {
             **site.each_context(request),
             "title": "Painel de operação",
-            "painel": montar(),
-            "fuso": timezone.get_current_timezone_name(),
+            "painel": montar(fuso),
+            "fuso": relogio.no_horario(fuso),
+            "fuso_iana": fuso,
         },
     )

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.http import HttpRequest
 
+from relatorios.admin.comum import quando
 from relatorios.agendamentos import agenda
 from relatorios.agendamentos.entrada import separar_por_virgula
 from relatorios.models import IndicadorDeAntecipacao, Tenant, Usuario
@@ -73,7 +74,7 @@ class TenantAdmin(admin.ModelAdmin):
         "antecipar",
         "precisao",
         "recall",
-        "criado_em",
+        "criado_em_",
     )
     list_filter = ("antecipar",)
     search_fields = ("nome",)
@@ -100,6 +101,10 @@ class TenantAdmin(admin.ModelAdmin):
     @admin.display(description="recall da antecipação")
     def recall(self, tenant: Any) -> str:
         return _fracao(tenant.imediatos, tenant.pedidos)
+
+    @admin.display(description="criado em", ordering="criado_em")
+    def criado_em_(self, tenant: Tenant) -> str:
+        return quando(tenant.criado_em, tenant.fuso_horario)
 
     @admin.display(description="domínios de e-mail")
     def dominios(self, tenant: Tenant) -> str:

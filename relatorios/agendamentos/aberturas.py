@@ -122,6 +122,17 @@ class Leitura:
     # Its last SEM_LEITURA deliveries were all links and nobody opened them.
     sem_leitura: bool
 
+    @property
+    def frase(self) -> str:
+        """'aberto em 2 das últimas 3 entregas'; one delivery in the singular."""
+        if self.entregas == 1:
+            return (
+                "aberto na única entrega"
+                if self.abertas
+                else ("não aberto na única entrega")
+            )
+        return f"aberto em {self.abertas} das últimas {self.entregas} entregas"
+
 
 _LEITURAS = """
 SELECT u.agendamento_id,

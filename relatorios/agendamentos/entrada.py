@@ -13,9 +13,10 @@ next firings and their deadlines on the tenant's clock, and never saves:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import time, timedelta
+from dataclasses import dataclass, field
+from datetime import date, time, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django import forms
 from django.db import models
@@ -34,6 +35,7 @@ from relatorios.models import (
     Tenant,
 )
 from relatorios.models.cron import descrever, no_fuso
+from relatorios.models.frases_de_cron import MESES
 from relatorios.tipos.normalizacao import ErroDeParametro
 
 AJUDA_DO_CRON = (
@@ -56,7 +58,13 @@ class Frequencia(models.TextChoices):
     DIARIA = "diaria", "todo dia"
     SEMANAL = "semanal", "toda semana, nos dias escolhidos"
     MENSAL = "mensal", "todo mês, num dia"
+    INTERVALO = "intervalo", "a cada N minutos ou horas"
     CRON = "cron", "avançado: cron"
+
+
+class Unidade(models.TextChoices):
+    MINUTOS = "minutos", "minutos"
+    HORAS = "horas", "horas"
 
 
 # Cron numbers the days from Sunday (0); the picker lists them from Monday,
@@ -71,7 +79,15 @@ DIAS_DO_MES = [(str(dia), str(dia)) for dia in range(1, 32)] + [
     (ULTIMO_DIA, "último dia do mês")
 ]
 # The picker's fields, and the ones each frequency uses.
-CAMPOS_DO_SELETOR = ("frequencia", "horario", "dias_da_semana", "dia_do_mes", "cron")
+CAMPOS_DO_SELETOR = (
+    "frequencia",
+    "horario",
+    "dias_da_semana",
+    "dia_do_mes",
+    "intervalo",
+    "unidade",
+    "cron",
+)
 
 
 def cron_do_seletor(
@@ -82,10 +98,50 @@ def cron_do_seletor(
     if frequencia == Frequencia.DIARIA:
         return f"{quando} * * *"
     if frequencia == Frequencia.SEMANAL:
-        return f"{quando} * * {','.join(sorted(dias_da_semana, key=int))}"
+        return f"{quando} * * {em_faixas(sorted({int(d) for d in dias_da_semana}))}"
     if frequencia == Frequencia.MENSAL:
         return f"{quando} {dia_do_mes} * *"
     raise ValueError(f"not a picker frequency: {frequencia}")
+
+
+def periodo_em_palavras(inicio: date, fim: date) -> str:
+    """'novembro de 2026', '06/12/2026', '2026', '30/11/2026 a 06/12/2026':
+    the period a firing reports on, as the preview says it."""
+    if inicio == fim:
+        return f"{inicio:%d/%m/%Y}"
+    if (inicio.month, inicio.day, fim.month, fim.day) == (1, 1, 12, 31) and (
+        inicio.year == fim.year
+    ):
+        return str(inicio.year)
+    proximo = fim + timedelta(days=1)
+    if (
+        inicio.day == 1
+        and proximo.day == 1
+        and (inicio.year, inicio.month)
+        == (
+            fim.year,
+            fim.month,
+        )
+    ):
+        return f"{MESES[inicio.month]} de {inicio.year}"
+    return f"{inicio:%d/%m/%Y} a {fim:%d/%m/%Y}"
+
+
+def em_faixas(numeros: list[int]) -> str:
+    """'1-5' for 1,2,3,4,5 and '1,3,5' for 1,3,5: a run of three or more
+    sorted numbers as a range, as people write a cron."""
+    partes: list[str] = []
+    inicio = 0
+    for i in range(1, len(numeros) + 1):
+        if i < len(numeros) and numeros[i] == numeros[i - 1] + 1:
+            continue
+        faixa = numeros[inicio:i]
+        if len(faixa) >= 3:
+            partes.append(f"{faixa[0]}-{faixa[-1]}")
+        else:
+            partes.extend(str(n) for n in faixa)
+        inicio = i
+    return ",".join(partes)
 
 
 def separar_por_virgula(texto: str) -> list[str]:
@@ -101,6 +157,27 @@ class Previa:
     descricao: str
     # (firing, deadline), "dd/mm/aaaa HH:MM"; no deadline while it is invalid.
     disparos: list[tuple[str, str | None]]
+    # The period each firing reports on ("novembro de 2026"); empty without
+    # a valid period.
+    periodos: list[str] = field(default_factory=list)
+
+    @property
+    def linhas(self) -> list[tuple[str, str | None, str]]:
+        periodos = self.periodos or [""] * len(self.disparos)
+        return [(d, p, q) for (d, p), q in zip(self.disparos, periodos, strict=True)]
+
+
+class SelectDeTipo(forms.Select):
+    """The report types, each option saying whether the type groups by day or
+    month (`data-usa-agrupar`): agendamento.js hides "Agrupar" for the
+    others, as a field that does not apply."""
+
+    def create_option(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        opcao = super().create_option(*args, **kwargs)
+        tipo = tipos.registro().get(str(opcao["value"]))
+        if tipo is not None:
+            opcao["attrs"]["data-usa-agrupar"] = "1" if tipo.usa_agrupar else "0"
+        return opcao
 
 
 class AgendamentoForm(forms.Form):
@@ -112,8 +189,12 @@ class AgendamentoForm(forms.Form):
     tipo = forms.ChoiceField(
         label="Relatório",
         choices=lambda: [(t.tipo, t.titulo) for t in tipos.registro().values()],
+        widget=SelectDeTipo,
     )
-    periodo = forms.ChoiceField(label="Período", choices=Periodo.choices)
+    # The picker starts on "todo mês": the period that fits it.
+    periodo = forms.ChoiceField(
+        label="Período", choices=Periodo.choices, initial=Periodo.MES_ANTERIOR
+    )
     frequencia = forms.ChoiceField(
         label="Quando",
         choices=Frequencia.choices,
@@ -141,6 +222,21 @@ class AgendamentoForm(forms.Form):
         initial="1",
         help_text="Num mês sem esse dia (29, 30 ou 31) não há disparo; para o "
         "fim de todo mês, escolha «último dia do mês».",
+    )
+    intervalo = forms.IntegerField(
+        label="A cada",
+        required=False,
+        min_value=1,
+        max_value=59,
+        initial=30,
+        help_text="Minutos que dividem a hora (15, 20, 30) ou horas que "
+        "dividem o dia (1, 2, 3, 4, 6, 8, 12), contados da meia-noite.",
+    )
+    unidade = forms.ChoiceField(
+        label="Unidade",
+        required=False,
+        choices=Unidade.choices,
+        initial=Unidade.MINUTOS,
     )
     cron = forms.CharField(
         label="Cron",
@@ -229,7 +325,9 @@ class AgendamentoForm(forms.Form):
         dados["cron"] = cron
         fuso = self.fuso_da_previa()
         if self.previsualizando and fuso is not None:
-            self.previa = self._previa(cron, fuso, dados.get("prazo_minutos"))
+            self.previa = self._previa(
+                cron, fuso, dados.get("prazo_minutos"), dados.get("periodo")
+            )
         return dados
 
     def fuso_da_previa(self) -> str | None:
@@ -296,6 +394,8 @@ class AgendamentoForm(forms.Form):
                     self.add_error("cron", "informe a expressão cron")
                 return None
             return str(dados["cron"])
+        if frequencia == Frequencia.INTERVALO:
+            return self._cron_do_intervalo(dados)
         horario = dados.get("horario")
         if horario is None:
             if "horario" not in self.errors:
@@ -315,7 +415,32 @@ class AgendamentoForm(forms.Form):
             return None
         return cron_do_seletor(frequencia, horario, dias, dia or "")
 
-    def _previa(self, cron: str, fuso: str, minutos: Any) -> Previa | None:
+    def _cron_do_intervalo(self, dados: dict[str, Any]) -> str | None:
+        """'*/15 * * * *' or '0 */2 * * *': every N minutes or hours, from
+        midnight, N dividing the hour or the day so the gaps are equal."""
+        n = dados.get("intervalo")
+        if n is None:
+            if "intervalo" not in self.errors:
+                self.add_error("intervalo", "informe de quanto em quanto tempo")
+            return None
+        if dados.get("unidade") == Unidade.HORAS:
+            if 24 % n or n > 12:
+                self.add_error(
+                    "intervalo",
+                    "escolha horas que dividem o dia: 1, 2, 3, 4, 6, 8 ou 12",
+                )
+                return None
+            return "0 * * * *" if n == 1 else f"0 */{n} * * *"
+        if 60 % n:
+            self.add_error(
+                "intervalo", "escolha minutos que dividem a hora: 15, 20 ou 30"
+            )
+            return None
+        return f"*/{n} * * * *"
+
+    def _previa(
+        self, cron: str, fuso: str, minutos: Any, periodo: str | None = None
+    ) -> Previa | None:
         """The next three firings of `cron` and their deadlines, checked as
         `agenda.criar` will check them (errors at their field)."""
         agora = agora_do_banco()
@@ -339,6 +464,7 @@ class AgendamentoForm(forms.Form):
             and 0 < minutos <= PRAZO_MAX.total_seconds() // 60
             else None
         )
+        disparos = agenda.proximos_disparos(modelo, 3)
         return Previa(
             descricao=descrever(cron, fuso, primeiro),
             disparos=[
@@ -346,6 +472,16 @@ class AgendamentoForm(forms.Form):
                     no_fuso(disparo, fuso),
                     no_fuso(disparo + prazo, fuso) if prazo else None,
                 )
-                for disparo in agenda.proximos_disparos(modelo, 3)
+                for disparo in disparos
             ],
+            periodos=[
+                periodo_em_palavras(
+                    *agenda.periodo_concreto(
+                        periodo, disparo.astimezone(ZoneInfo(fuso)).date()
+                    )
+                )
+                for disparo in disparos
+            ]
+            if periodo in Periodo.values
+            else [],
         )

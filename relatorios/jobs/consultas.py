@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from django.db import connection
+from django.db.models import OuterRef, Subquery
 from django.http import Http404
 
 from relatorios.banco.comum import ID_MAXIMO, json_do_banco
 from relatorios.jobs import parcial
-from relatorios.models import Alerta, EstadoDoJob, Loja, RelatorioJob
+from relatorios.models import Alerta, EstadoDoJob, Loja, Ocorrencia, RelatorioJob
 
 
 class Contagem(Protocol):
@@ -156,10 +157,18 @@ def job_do_tenant(
 
 
 def jobs_recentes(*, tenant_id: int, limite: int = 20) -> list[RelatorioJob]:
-    """The tenant's latest jobs, newest first (index relatorio_jobs_recentes)."""
+    """The tenant's latest jobs, newest first (index relatorio_jobs_recentes),
+    each with `agendamento_nome`: the schedule that asked for it, if one did
+    (the occurrences' index on job_id, one probe per row)."""
+    agendamento = (
+        Ocorrencia.objects.filter(job_id=OuterRef("pk"))
+        .order_by("-planejado_para")
+        .values("agendamento__nome")[:1]
+    )
     return list(
         RelatorioJob.objects.filter(tenant_id=tenant_id)
         .select_related("solicitado_por")
+        .annotate(agendamento_nome=Subquery(agendamento))
         .only(
             "id",
             "tipo",

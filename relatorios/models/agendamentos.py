@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from relatorios.models.cron import descrever
+from relatorios.models.cron import descrever, em_palavras
 from relatorios.models.jobs import Agora, RelatorioJob
 from relatorios.models.tenants import Tenant
 
@@ -66,14 +66,16 @@ class Agendamento(models.Model):
     nome = models.CharField(max_length=200, blank=True, default="")
     tipo = models.TextField()
     # The parameter template: a relative period plus fixed stores and grouping.
-    periodo = models.TextField(choices=Periodo.choices)
+    periodo = models.TextField(choices=Periodo.choices, verbose_name="período")
     agrupar = models.TextField(default="dia")
     lojas = models.JSONField(default=list, blank=True)
     # Five fields, evaluated on the tenant's wall clock.
     cron = models.TextField()
     # The report must be `pronto` this long after the planned firing.
     prazo = models.DurationField()
-    destinatarios = models.JSONField(default=list, blank=True)
+    destinatarios = models.JSONField(
+        default=list, blank=True, verbose_name="destinatários"
+    )
     # When an occurrence's report is `pronto`: one email to `destinatarios`
     # (the .xlsx attached, or the link alone), and `agendamento.entregue` to
     # each of the tenant's webhooks named here (ids).
@@ -88,7 +90,9 @@ class Agendamento(models.Model):
         db_default=PularEntrega.NUNCA,
     )
     recuperacao = models.TextField(
-        choices=Recuperacao.choices, default=Recuperacao.ULTIMA
+        choices=Recuperacao.choices,
+        default=Recuperacao.ULTIMA,
+        verbose_name="recuperação",
     )
     ativo = models.BooleanField(default=True)
     criado_por = models.ForeignKey(
@@ -103,16 +107,24 @@ class Agendamento(models.Model):
     ativo_desde = models.DateTimeField(db_default=Agora())
     pausado_em = models.DateTimeField(null=True, blank=True)
     # Deleted schedules stay for their history (occurrences, alerts).
-    excluido_em = models.DateTimeField(null=True, blank=True)
+    excluido_em = models.DateTimeField(
+        null=True, blank=True, verbose_name="excluído em"
+    )
     # The next planned firing not yet fired (UTC); NULL while paused.
-    proximo_disparo = models.DateTimeField(null=True, blank=True)
+    proximo_disparo = models.DateTimeField(
+        null=True, blank=True, verbose_name="próximo disparo"
+    )
     # The checker has a ledger row for every occurrence planned up to here
     # whose deadline passed; it never looks before this again.
-    verificado_ate = models.DateTimeField(db_default=Agora())
+    verificado_ate = models.DateTimeField(
+        db_default=Agora(), verbose_name="verificado até"
+    )
     # When the next occurrence's deadline passes (its planned firing + prazo):
     # the checker looks at a schedule only then, not on every pass. NULL
     # while paused (what was due is recorded when pausing).
-    proxima_verificacao = models.DateTimeField(null=True, blank=True)
+    proxima_verificacao = models.DateTimeField(
+        null=True, blank=True, verbose_name="próxima verificação"
+    )
 
     class Meta:
         db_table = "relatorio_agendamentos"
@@ -138,6 +150,12 @@ class Agendamento(models.Model):
         return self.nome or f"agendamento {self.pk} ({self.tipo})"
 
     @property
+    def quando(self) -> str:
+        """The cron alone in words ("de segunda a sexta, às 07:00"): a list's
+        short column, the full `descricao` one hover away."""
+        return em_palavras(self.cron)
+
+    @property
     def descricao(self) -> str:
         """The cron in words on the tenant's clock, with the next firing (pt-BR).
 
@@ -147,7 +165,7 @@ class Agendamento(models.Model):
 
 
 class EstadoOcorrencia(models.TextChoices):
-    DISPARADA = "disparada", "disparada (job criado ou reaproveitado)"
+    DISPARADA = "disparada", "disparada"
     PULADA = "pulada", "pulada (perdida durante uma parada)"
     RECUSADA = "recusada", "recusada (pedido inválido ou limite do tenant)"
     NAO_DISPARADA = "nao_disparada", "não disparada (nenhum cluster disparou)"
@@ -260,14 +278,18 @@ class Abertura(models.Model):
     id = models.BigAutoField(primary_key=True)
     # Indexed by the unique constraint's first column.
     ocorrencia = models.ForeignKey(
-        Ocorrencia, on_delete=models.CASCADE, related_name="aberturas", db_index=False
+        Ocorrencia,
+        on_delete=models.CASCADE,
+        related_name="aberturas",
+        db_index=False,
+        verbose_name="ocorrência",
     )
     tenant = models.ForeignKey(
         Tenant, on_delete=models.PROTECT, related_name="+", db_index=False
     )
     destino = models.TextField()
     primeira_em = models.DateTimeField(db_default=Agora())
-    ultima_em = models.DateTimeField(db_default=Agora())
+    ultima_em = models.DateTimeField(db_default=Agora(), verbose_name="última em")
 
     class Meta:
         db_table = "relatorio_aberturas"
@@ -290,7 +312,10 @@ class Alerta(models.Model):
 
     id = models.BigAutoField(primary_key=True)
     ocorrencia = models.OneToOneField(
-        Ocorrencia, on_delete=models.PROTECT, related_name="alerta"
+        Ocorrencia,
+        on_delete=models.PROTECT,
+        related_name="alerta",
+        verbose_name="ocorrência",
     )
     tenant = models.ForeignKey(
         Tenant, on_delete=models.PROTECT, related_name="+", db_index=False

@@ -28,7 +28,7 @@ class Arquivo(models.Model):
     formato = models.TextField()
     # The file's bytes. Stored uncompressed and out of line (migration 0019):
     # an .xlsx is already a zip, and a download reads it in slices.
-    conteudo = models.BinaryField()
+    conteudo = models.BinaryField(verbose_name="conteúdo")
     tamanho = models.BigIntegerField()
     linhas = models.IntegerField()
     criado_em = models.DateTimeField(db_default=Agora())

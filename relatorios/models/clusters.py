@@ -17,7 +17,7 @@ class Cluster(models.Model):
     id = models.BigAutoField(primary_key=True)
     host = models.TextField()
     pid = models.IntegerField()
-    versao = models.TextField(blank=True, default="")
+    versao = models.TextField(blank=True, default="", verbose_name="versão")
     iniciado_em = models.DateTimeField(db_default=Agora())
     batimento_em = models.DateTimeField(db_default=Agora())
     # The last pass of this cluster's checker (alertas.verificar).

@@ -2,12 +2,14 @@
 
 The cron field's display, as `get_periodo_display()` is the period's: the
 pages, the admin, the API (`descricao`) and the emails all show this one
-sentence, "às 03:00, no dia 1 do mês (America/Sao_Paulo); próximo:
+sentence, "no dia 1 de cada mês, às 03:00 (horário de Brasília); próximo:
 01/01/2027 03:00". It lives beside the model because the emails are written
 in `notificacoes`, below `agendamentos`.
 
-The words are cron-descriptor's, in its Portuguese catalogue (pt_PT: the
-library has no pt_BR, and its phrases read the same in Brazil). It takes
+The crons people write are phrased in Brazilian Portuguese by
+`frases_de_cron` ("de segunda a sexta, às 07:00"). The rest are
+cron-descriptor's, in its Portuguese catalogue (pt_PT: the library has no
+pt_BR), with its Lisbon turns replaced (`BRASILEIRO`). It takes
 weekday and month names from the C library's LC_TIME, which a Python process
 leaves at "C" (English) and which only a process-wide setlocale() with an
 installed system locale could change; those names are swapped for Django's
@@ -21,11 +23,12 @@ import logging
 import re
 from datetime import datetime
 from functools import cache, lru_cache
-from zoneinfo import ZoneInfo
 
 from cron_descriptor import CasingTypeEnum, Options, get_description
 from django.utils import translation
 from django.utils.dates import MONTHS, WEEKDAYS
+
+from relatorios.models import frases_de_cron, relogio
 
 logger = logging.getLogger(__name__)
 
@@ -47,22 +50,24 @@ def descrever(cron: str, fuso: str, proximo: datetime | None) -> str:
     seguinte = (
         f"próximo: {no_fuso(proximo, fuso)}" if proximo else "sem próximo disparo"
     )
-    return f"{em_palavras(cron)} ({fuso}); {seguinte}"
+    return f"{em_palavras(cron)} ({relogio.nome_do_fuso(fuso)}); {seguinte}"
 
 
 def no_fuso(instante: datetime, fuso: str) -> str:
     """An instant on the tenant's wall clock, as every schedule screen shows it."""
-    return f"{instante.astimezone(ZoneInfo(fuso)):%d/%m/%Y %H:%M}"
+    return relogio.hora_local(instante, fuso)
 
 
 @lru_cache(maxsize=1024)
 def em_palavras(cron: str) -> str:
-    """The cron alone in words: "às 03:00, no último dia do mês".
+    """The cron alone in words: "no último dia de cada mês, às 03:00".
 
     Cached: a page or an admin list describes every schedule it shows, and
     cron-descriptor reads its catalogue from disk on each call.
     """
     campos = APELIDOS.get(cron.strip().lower(), cron).split()
+    if (propria := frases_de_cron.frase(campos)) is not None:
+        return propria
     if len(campos) == 6:
         # croniter's seconds are the sixth field (RELATORIOS_CRON_SEGUNDOS);
         # cron-descriptor reads six fields as Quartz's, seconds first.
@@ -85,7 +90,20 @@ def em_palavras(cron: str) -> str:
     if not texto:
         return f"conforme o cron «{cron}»"
     nomes, padrao = _nomes_em_portugues()
-    return padrao.sub(lambda m: nomes[m.group(0)], texto)
+    texto = padrao.sub(lambda m: nomes[m.group(0)], texto)
+    for lisboa, brasil in BRASILEIRO:
+        texto = texto.replace(lisboa, brasil)
+    return texto
+
+
+# cron-descriptor's pt_PT turns, as Brazil writes them (the fallback only).
+BRASILEIRO = (
+    (", e ", " e "),
+    ("somente de ", ""),
+    ("somente em ", "em "),
+    ("a cada dia", "todos os dias"),
+    ("no dia 1 e ", "nos dias 1 e "),
+)
 
 
 @cache

@@ -14,7 +14,7 @@ class Loja(models.Model):
     tenant = models.ForeignKey(
         Tenant, on_delete=models.CASCADE, db_index=False, related_name="lojas"
     )
-    codigo = models.CharField(max_length=32)
+    codigo = models.CharField(max_length=32, verbose_name="código")
     nome = models.CharField(max_length=200)
 
     class Meta:
@@ -39,7 +39,9 @@ class Vendedor(models.Model):
         Tenant, on_delete=models.CASCADE, related_name="vendedores"
     )
     nome = models.CharField(max_length=200)
-    taxa_comissao = models.DecimalField(max_digits=5, decimal_places=4)
+    taxa_comissao = models.DecimalField(
+        max_digits=5, decimal_places=4, verbose_name="taxa de comissão"
+    )
 
     class Meta:
         db_table = "erp_vendedores"
@@ -58,7 +60,7 @@ class Produto(models.Model):
     )
     sku = models.CharField(max_length=32)
     nome = models.CharField(max_length=200)
-    preco = models.DecimalField(max_digits=12, decimal_places=2)
+    preco = models.DecimalField(max_digits=12, decimal_places=2, verbose_name="preço")
 
     class Meta:
         db_table = "erp_produtos"

@@ -77,7 +77,9 @@ class RelatorioJob(models.Model):
     # Extra: the traceback behind `erro`, for support staff only.
     erro_detalhe = models.TextField(null=True, blank=True)  # noqa: DJ001 (as erro)
     # Extra: a retry waiting for its backoff is not claimed before this.
-    proxima_tentativa_em = models.DateTimeField(null=True, blank=True)
+    proxima_tentativa_em = models.DateTimeField(
+        null=True, blank=True, verbose_name="próxima tentativa em"
+    )
     # Extra: when the job's current queue message was written; NULL while it
     # waits, without a message, for a free slot of its tenant.
     enfileirado_em = models.DateTimeField(null=True, blank=True)
@@ -223,7 +225,7 @@ class RelatorioTentativa(models.Model):
     job = models.ForeignKey(
         RelatorioJob, on_delete=models.CASCADE, related_name="historico"
     )
-    numero = models.IntegerField()
+    numero = models.IntegerField(verbose_name="número")
     # The claim's timestamp: with job_id, the same fence the job row uses.
     iniciado_em = models.DateTimeField()
     terminado_em = models.DateTimeField(null=True, blank=True)

@@ -12,7 +12,7 @@ class JanelaDaApi(models.Model):
     per-request write cheap.
     """
 
-    usuario_id = models.BigIntegerField(primary_key=True)
+    usuario_id = models.BigIntegerField(primary_key=True, verbose_name="usuário")
     # floor(epoch / window length), on the database's clock: one clock for
     # every web process on every host.
     janela = models.BigIntegerField()

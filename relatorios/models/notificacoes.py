@@ -14,14 +14,14 @@ from relatorios.models.tenants import Tenant
 
 
 class Evento(models.TextChoices):
-    JOB_PRONTO = "job.pronto", "job.pronto"
-    JOB_FALHOU = "job.falhou", "job.falhou"
-    ALERTA_ABERTO = "alerta.aberto", "alerta.aberto"
-    ALERTA_FECHADO = "alerta.fechado", "alerta.fechado"
-    AGENDAMENTO_ENTREGUE = "agendamento.entregue", "agendamento.entregue"
+    JOB_PRONTO = "job.pronto", "relatório pronto"
+    JOB_FALHOU = "job.falhou", "relatório falhou"
+    ALERTA_ABERTO = "alerta.aberto", "alerta aberto"
+    ALERTA_FECHADO = "alerta.fechado", "alerta fechado"
+    AGENDAMENTO_ENTREGUE = "agendamento.entregue", "agendamento entregue"
     # Email only: the alerts one check pass opened for a tenant, in one
     # message per recipient (past RELATORIOS_ALERTAS_RESUMO_APOS of them).
-    ALERTAS_RESUMO = "alertas.resumo", "alertas.resumo"
+    ALERTAS_RESUMO = "alertas.resumo", "resumo de alertas"
 
 
 class Webhook(models.Model):
@@ -91,7 +91,9 @@ class Entrega(models.Model):
         blank=True,
         related_name="entregas",
     )
-    destinatarios = models.JSONField(default=list, blank=True)
+    destinatarios = models.JSONField(
+        default=list, blank=True, verbose_name="destinatários"
+    )
     payload = models.JSONField()
     job = models.ForeignKey(
         RelatorioJob,
@@ -115,19 +117,26 @@ class Entrega(models.Model):
         null=True,
         blank=True,
         related_name="entregas",
+        verbose_name="ocorrência",
     )
     estado = models.TextField(
         choices=EstadoEntrega.choices, default=EstadoEntrega.PENDENTE
     )
     tentativas = models.IntegerField(default=0)
-    ultimo_status = models.IntegerField(null=True, blank=True)
-    ultimo_erro = models.TextField(blank=True, default="")
-    proxima_em = models.DateTimeField(db_default=Agora())
+    ultimo_status = models.IntegerField(
+        null=True, blank=True, verbose_name="último status"
+    )
+    ultimo_erro = models.TextField(blank=True, default="", verbose_name="último erro")
+    proxima_em = models.DateTimeField(
+        db_default=Agora(), verbose_name="próxima tentativa em"
+    )
     # When its queue message was written (the sweep replaces lost ones);
     # NULL while it waits for one of its tenant's slots (notificacoes.vagas).
     enfileirada_em = models.DateTimeField(null=True, blank=True)
     # A sender holds it until then (a crashed sender's lease runs out).
-    em_curso_ate = models.DateTimeField(null=True, blank=True)
+    em_curso_ate = models.DateTimeField(
+        null=True, blank=True, verbose_name="em curso até"
+    )
     entregue_em = models.DateTimeField(null=True, blank=True)
     criado_em = models.DateTimeField(db_default=Agora())
 

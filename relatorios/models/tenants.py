@@ -22,13 +22,18 @@ class Tenant(models.Model):
     id = models.BigAutoField(primary_key=True)
     nome = models.CharField(max_length=200)
     fuso_horario = models.CharField(
-        max_length=64, default="America/Sao_Paulo", validators=[validar_fuso]
+        max_length=64,
+        default="America/Sao_Paulo",
+        validators=[validar_fuso],
+        verbose_name="fuso horário",
     )
     criado_em = models.DateTimeField(auto_now_add=True)
     # The only domains (and their subdomains) its email addresses may have:
     # schedules' recipients, the users' own (notificacoes/enderecos.py). IDNA,
     # lower case; empty: any domain. Set by support in the admin.
-    dominios_email = models.JSONField(default=list, blank=True)
+    dominios_email = models.JSONField(
+        default=list, blank=True, verbose_name="domínios de e-mail"
+    )
     # Computing ahead of requests (jobs.antecipacao), on unless its managers or
     # support turned it off for this tenant.
     antecipar = models.BooleanField(default=True, db_default=True)

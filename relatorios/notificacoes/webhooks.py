@@ -38,6 +38,18 @@ EVENTOS = (
     Evento.ALERTA_FECHADO.value,
 )
 
+
+def rotulo_do_evento(codigo: str) -> str:
+    """An event by its label ("relatório pronto"); an unknown code as is."""
+    return str(Evento(codigo).label) if codigo in Evento.values else codigo
+
+
+def escolhas_de_eventos() -> list[tuple[str, str]]:
+    """The events a webhook may follow, for a form: the label and the code
+    (the code is what the endpoint receives)."""
+    return [(e, f"{rotulo_do_evento(e)} ({e})") for e in EVENTOS]
+
+
 # The texts a tenant stores in a webhook, and their limits (docs/api.md).
 URL_MAX = 2000
 

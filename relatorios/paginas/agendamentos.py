@@ -18,12 +18,21 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from relatorios.agendamentos import aberturas, agenda
 from relatorios.agendamentos.entrada import AgendamentoForm
 from relatorios.jobs import consultas
-from relatorios.models import Agendamento, Alerta, LimiteDoTenant, Ocorrencia
+from relatorios.models import (
+    Agendamento,
+    Alerta,
+    EstadoDoJob,
+    EstadoOcorrencia,
+    LimiteDoTenant,
+    Ocorrencia,
+    relogio,
+)
 from relatorios.paginas.comum import gerente, tenant_id_do_pedido, titulo_do_tipo
 
 # Occurrences shown per schedule, and closed alerts shown.
@@ -32,13 +41,13 @@ ALERTAS_FECHADOS = 20
 ALERTAS_ABERTOS = 100
 
 _ACOES = {
-    "pausar": (agenda.pausar, "Agendamento pausado.", "já estava pausado"),
+    "pausar": (agenda.pausar, "Agendamento «{}» pausado.", "já estava pausado"),
     "retomar": (
         agenda.retomar,
-        "Agendamento retomado: os próximos disparos voltam a acontecer.",
+        "Agendamento «{}» retomado: os próximos disparos voltam a acontecer.",
         "já estava ativo",
     ),
-    "excluir": (agenda.excluir, "Agendamento excluído.", "já estava excluído"),
+    "excluir": (agenda.excluir, "Agendamento «{}» excluído.", "já estava excluído"),
 }
 
 
@@ -91,10 +100,27 @@ def agir(request: HttpRequest, agendamento_id: int, acao: str) -> HttpResponse:
     servico, feito, sem_efeito = _ACOES[acao]
     # The service is scoped too: the 404 above is for the page, this is the guard.
     if servico(agendamento_id=agendamento.pk, tenant_id=tenant_id):
-        messages.success(request, feito)
+        messages.success(request, feito.format(agendamento))
+        if acao == "pausar":
+            # Undo one click away, as a mail client's "desfazer": the page
+            # offers to resume this schedule (POST, like every action).
+            return redirect(f"{reverse('agendamentos')}?pausado={agendamento.pk}")
     else:
-        messages.warning(request, f"Nada mudou: o agendamento {sem_efeito}.")
+        messages.warning(
+            request, f"Nada mudou: o agendamento «{agendamento}» {sem_efeito}."
+        )
     return redirect("agendamentos")
+
+
+def _pausado_agora(
+    request: HttpRequest, agendamentos: list[Agendamento]
+) -> Agendamento | None:
+    """The schedule `?pausado=` names, if it is the tenant's and still paused
+    (the undo offered after "Pausar")."""
+    pedido = request.GET.get("pausado", "")
+    if not pedido.isdigit():
+        return None
+    return next((a for a in agendamentos if a.pk == int(pedido) and not a.ativo), None)
 
 
 def _agendamento_do_tenant(tenant_id: int, agendamento_id: int) -> Agendamento:
@@ -159,6 +185,7 @@ def _pagina(
         "relatorios/agendamentos.html",
         {
             "linhas": linhas,
+            "desfazer": _pausado_agora(request, lista_de_agendamentos),
             "form": form if form is not None else _formulario(request),
             "alertas_abertos": list(
                 alertas.filter(fechado_em__isnull=True).order_by("-aberto_em")[
@@ -191,7 +218,19 @@ def _ultimas_ocorrencias(agendamento_ids: list[int]) -> dict[int, list[Ocorrenci
         return {}
     consulta: QuerySet[Ocorrencia] = (
         Ocorrencia.objects.filter(agendamento_id__in=agendamento_ids)
-        .only("id", "agendamento_id", "planejado_para", "estado", "motivo", "job_id")
+        .select_related("job")
+        .only(
+            "id",
+            "agendamento_id",
+            "planejado_para",
+            "estado",
+            "motivo",
+            "entregue_em",
+            "job_id",
+            "job__status",
+            "tenant__fuso_horario",
+        )
+        .select_related("tenant")
         .annotate(
             ordem=Window(
                 RowNumber(),
@@ -204,8 +243,30 @@ def _ultimas_ocorrencias(agendamento_ids: list[int]) -> dict[int, list[Ocorrenci
     )
     por_agendamento: dict[int, list[Ocorrencia]] = {}
     for ocorrencia in consulta:
+        ocorrencia.desfecho = desfecho(ocorrencia)  # type: ignore[attr-defined]
         por_agendamento.setdefault(ocorrencia.agendamento_id, []).append(ocorrencia)
     return por_agendamento
+
+
+# Support's "executar agora" (disparo.executar_agora) writes this motivo.
+MOTIVO_MANUAL = "executar agora"
+
+
+def desfecho(ocorrencia: Ocorrencia) -> str:
+    """A run's outcome in words, as a manager reads it: "Entregue às 15:11",
+    "Falhou", "Em andamento"; "(manual)" for a run asked for by hand."""
+    manual = " (manual)" if ocorrencia.motivo == MOTIVO_MANUAL else ""
+    if ocorrencia.entregue_em is not None:
+        hora = relogio.no_fuso(ocorrencia.entregue_em, ocorrencia.tenant.fuso_horario)
+        return f"Entregue às {hora:%H:%M}{manual}"
+    job = ocorrencia.job
+    if ocorrencia.estado != EstadoOcorrencia.DISPARADA or job is None:
+        return f"{ocorrencia.get_estado_display().split(' (')[0].capitalize()}{manual}"
+    if job.status == EstadoDoJob.FALHOU:
+        return f"Falhou{manual}"
+    if job.status == EstadoDoJob.PRONTO:
+        return f"Pronto{manual}"
+    return f"Em andamento{manual}"
 
 
 def prazo_em_texto(prazo: timedelta) -> str:

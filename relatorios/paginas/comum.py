@@ -9,6 +9,7 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.utils import timezone
 
 from relatorios import tipos
@@ -25,7 +26,10 @@ def gerente(visao: Visao) -> Visao:
         if not usuario.is_authenticated:
             return redirect_to_login(request.get_full_path())
         if getattr(usuario, "tenant_id", None) is None:
-            # Support staff have no tenant: their place is the admin.
+            # Support staff have no tenant: their place is the admin, where
+            # logging in at the managers' door takes them (not to a 403).
+            if usuario.is_staff and request.method in ("GET", "HEAD"):
+                return redirect("admin:index")
             raise PermissionDenied("esta área é para usuários de um tenant")
         with timezone.override(usuario.tenant.fuso_horario):  # type: ignore[union-attr]
             return visao(request, *args, **kwargs)
@@ -41,7 +45,4 @@ def tenant_id_do_pedido(request: HttpRequest) -> int:
 
 
 def titulo_do_tipo(tipo: str) -> str:
-    try:
-        return tipos.obter(tipo).titulo
-    except tipos.TipoDesconhecido:
-        return tipo
+    return tipos.titulo(tipo)

@@ -217,6 +217,14 @@ class ItemRecente:
     @classmethod
     def de(cls, job: RelatorioJob) -> ItemRecente:
         usuario = job.solicitado_por
+        agendamento = getattr(job, "agendamento_nome", None)
+        if usuario:
+            quem = usuario.get_full_name() or usuario.username
+        elif agendamento is not None:
+            # A scheduled job: the schedule asked for it, by name.
+            quem = f"agendamento «{agendamento or 'sem nome'}»"
+        else:
+            quem = "—"
         return cls(
             id=job.pk,
             titulo=titulo_do_tipo(job.tipo),
@@ -224,9 +232,7 @@ class ItemRecente:
             status=job.status,
             rotulo=ROTULOS.get(EstadoDoJob(job.status), job.status),
             progresso=job.progresso,
-            solicitado_por=(usuario.get_full_name() or usuario.username)
-            if usuario
-            else "—",
+            solicitado_por=quem,
             criado_em=job.criado_em,
         )
 

@@ -19,8 +19,10 @@ from relatorios.notificacoes import canais
 from relatorios.notificacoes.webhooks import (
     EVENTOS,
     URL_MAX,
+    escolhas_de_eventos,
     registrar_webhook,
     remover_webhook,
+    rotulo_do_evento,
     url_visivel,
     webhook_do_tenant,
 )
@@ -45,7 +47,7 @@ class WebhookForm(forms.Form):
     )
     eventos = forms.MultipleChoiceField(
         label="Eventos",
-        choices=[(e, e) for e in EVENTOS],
+        choices=escolhas_de_eventos(),
         initial=list(EVENTOS),
         widget=forms.CheckboxSelectMultiple,
     )
@@ -102,7 +104,7 @@ def _pagina(
                 "id": w.pk,
                 "canal": canais.obter(w.canal).titulo,
                 "url": url_visivel(w),
-                "eventos": w.eventos,
+                "eventos": [rotulo_do_evento(e) for e in w.eventos],
                 "ativo": w.ativo,
                 "criado_em": w.criado_em,
             }

@@ -51,6 +51,15 @@ def obter(tipo: str) -> TipoRelatorio:
         raise TipoDesconhecido(tipo) from None
 
 
+def titulo(tipo: str) -> str:
+    """The type's title for people ("Vendas por período e loja"); the code
+    itself for a type no longer registered."""
+    try:
+        return obter(tipo).titulo
+    except TipoDesconhecido:
+        return tipo
+
+
 def _esquecer(*, setting: str, **kwargs: Any) -> None:
     global _registro
     if setting == "RELATORIOS_TIPOS_EXTRAS":

@@ -266,14 +266,16 @@ class FechamentoMensal(TipoRelatorio):
         if inicio.day != 1:
             raise ErroDeParametro(
                 "inicio",
-                "o fechamento é de um mês inteiro: inicio deve ser o dia 1º do mês",
+                # The message is read on the pages, beside the field: in
+                # words, not the parameter's name (the API's `campo` names it).
+                "o fechamento é de um mês inteiro: comece no dia 1º do mês",
             )
         ultimo = _ultimo_dia(inicio)
         if params["fim"] != ultimo.isoformat():
             raise ErroDeParametro(
                 "fim",
-                f"o fechamento é de um mês inteiro: fim deve ser {ultimo.isoformat()},"
-                " o último dia do mês de inicio",
+                "o fechamento é de um mês inteiro: termine em "
+                f"{ultimo:%d/%m/%Y}, o último dia do mês do início",
             )
         return params
 

@@ -246,7 +246,7 @@ def test_clusters_vivos_sem_os_encerrados(cenario: Cenario) -> None:
 
 @pytest.mark.django_db
 def test_graficos_do_painel_tem_as_series_das_consultas(cenario: Cenario) -> None:
-    dados = painel.montar().dados()
+    dados = painel.montar("UTC").dados()
 
     assert list(dados) == [
         "concluidos_24h",
@@ -295,7 +295,7 @@ TABELAS_GRANDES = (
 @pytest.mark.django_db
 def test_cada_consulta_do_painel_usa_um_indice(cenario: Cenario) -> None:
     with CaptureQueriesContext(connection) as capturadas:
-        painel.montar()
+        painel.montar("UTC")
     planos = []
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")

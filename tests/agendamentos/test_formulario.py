@@ -40,6 +40,27 @@ def formulario(**seletor: Any) -> AgendamentoForm:
             },
             "30 6 * * 1,3,5",
         ),
+        # A run of days is written as a range, as people write a cron.
+        (
+            {
+                "frequencia": "semanal",
+                "horario": "07:00",
+                "dias_da_semana": ["1", "2", "3", "4", "5"],
+            },
+            "0 7 * * 1-5",
+        ),
+        (
+            {
+                "frequencia": "semanal",
+                "horario": "07:00",
+                "dias_da_semana": ["0", "1", "2", "3", "5", "6"],
+            },
+            "0 7 * * 0-3,5,6",
+        ),
+        (
+            {"frequencia": "semanal", "horario": "07:00", "dias_da_semana": ["1", "2"]},
+            "0 7 * * 1,2",
+        ),
         # Sunday is cron's 0, listed last by the picker, first in the cron.
         (
             {"frequencia": "semanal", "horario": "07:00", "dias_da_semana": ["6", "0"]},
@@ -52,6 +73,19 @@ def formulario(**seletor: Any) -> AgendamentoForm:
         ),
         ({"frequencia": "mensal", "horario": "03:00", "dia_do_mes": "L"}, "0 3 L * *"),
         ({"frequencia": "cron", "cron": "15 4 * * 2"}, "15 4 * * 2"),
+        # Every N minutes or hours, from midnight.
+        (
+            {"frequencia": "intervalo", "intervalo": "15", "unidade": "minutos"},
+            "*/15 * * * *",
+        ),
+        (
+            {"frequencia": "intervalo", "intervalo": "2", "unidade": "horas"},
+            "0 */2 * * *",
+        ),
+        (
+            {"frequencia": "intervalo", "intervalo": "1", "unidade": "horas"},
+            "0 * * * *",
+        ),
         # Fields the chosen frequency does not use are ignored.
         (
             {
@@ -106,6 +140,17 @@ def test_seletor_escreve_o_cron(seletor: dict[str, Any], cron: str) -> None:
             "escolha o dia do mês",
         ),
         ({"frequencia": "cron"}, "cron", "informe a expressão cron"),
+        (
+            {"frequencia": "intervalo", "intervalo": "25", "unidade": "minutos"},
+            "intervalo",
+            "dividem a hora",
+        ),
+        (
+            {"frequencia": "intervalo", "intervalo": "5", "unidade": "horas"},
+            "intervalo",
+            "dividem o dia",
+        ),
+        ({"frequencia": "intervalo", "unidade": "minutos"}, "intervalo", "informe"),
         # A value sent is checked even where the frequency does not use it.
         (
             {"frequencia": "cron", "cron": "0 2 * * *", "horario": "99:99"},

@@ -364,5 +364,5 @@ def test_lista_le_o_fuso_de_todos_numa_consulta(
         lista = cliente.get("/relatorios/agendamentos").json()["agendamentos"]
 
     assert len(lista) == 4
-    assert all("(America/Sao_Paulo); próximo: " in a["descricao"] for a in lista)
+    assert all("(horário de Brasília); próximo: " in a["descricao"] for a in lista)
     assert len(quatro) == len(um), "\n".join(q["sql"] for q in quatro)

@@ -182,6 +182,8 @@ def test_login_bloqueia_usuario_e_ip_depois_de_falhas(
     assert falhas[:2] == [200, 200]
     assert bloqueado.status_code == 429
     assert "Acesso bloqueado temporariamente" in bloqueado.content.decode()
+    assert "daqui a 15 minutos." in bloqueado.content.decode()
+    assert "h:mm:ss" not in bloqueado.content.decode()
     assert "_auth_user_id" not in cliente.session
 
 

@@ -66,7 +66,7 @@ def test_email_do_relatorio_entregue_diz_quando_o_agendamento_roda(
     enviar_todas()
 
     [mensagem] = mail.outbox
-    esperado = frase(agendamento, "às 03:00, no dia 1 do mês")
+    esperado = frase(agendamento, "no dia 1 de cada mês, às 03:00")
     assert esperado in mensagem.body
     html: Any = mensagem.alternatives[0][0]
     assert esperado.removeprefix("Agendamento: ") in str(html)
@@ -82,12 +82,7 @@ def test_email_de_alerta_diz_quando_o_agendamento_roda(nova_york: Tenant) -> Non
 
     [mensagem] = mail.outbox
     assert mensagem.subject.startswith("Alerta: o relatório agendado")
-    assert (
-        frase(
-            semanal, "às 06:30, somente de segunda-feira, quarta-feira, e sexta-feira"
-        )
-        in mensagem.body
-    )
+    assert frase(semanal, "às segundas, quartas e sextas, às 06:30") in mensagem.body
 
 
 def test_resumo_de_alertas_diz_quando_cada_agendamento_roda(
@@ -105,8 +100,8 @@ def test_resumo_de_alertas_diz_quando_cada_agendamento_roda(
 
     [mensagem] = mail.outbox
     assert mensagem.subject.startswith("Resumo:")
-    assert frase(mensal, "às 03:00, no dia 1 do mês") in mensagem.body
-    assert frase(ultimo_dia, "às 04:00, no último dia do mês") in mensagem.body
-    assert frase(mensal, "às 03:00, no dia 1 do mês").removeprefix(
+    assert frase(mensal, "no dia 1 de cada mês, às 03:00") in mensagem.body
+    assert frase(ultimo_dia, "no último dia de cada mês, às 04:00") in mensagem.body
+    assert frase(mensal, "no dia 1 de cada mês, às 03:00").removeprefix(
         "Agendamento: "
     ) in str(mensagem.alternatives[0][0])

@@ -66,7 +66,12 @@ def test_agendamento_que_ninguem_abre_e_sinalizado_e_pausado_em_um_clique(
 
     item.get_by_role("button", name="Pausar").click()
 
-    expect(pagina.locator("body")).to_contain_text("Agendamento pausado.")
+    expect(pagina.locator("body")).to_contain_text(
+        "Agendamento «Estoque diário» pausado."
+    )
+    expect(pagina.locator("form[data-desfazer] button")).to_have_text(
+        "Desfazer (retomar «Estoque diário»)"
+    )
     expect(pagina.locator("#sem-leitura")).to_have_count(0)
     expect(
         pagina.locator(f"tr[data-agendamento='{ignorado.pk}'] button")

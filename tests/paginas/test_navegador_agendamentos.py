@@ -30,6 +30,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
 SAO_PAULO = "America/Sao_Paulo"
 PAGINA = "/painel/agendamentos/"
 PRAZO = 180
+# The preview's firing and deadline cells (the third says the period).
+CELULAS_DE_HORARIO = "[data-campo='previa-disparo'] td:not([data-campo])"
 
 
 def abrir(navegador: Browser, servidor: str, tenant: Tenant, **contexto: bool) -> Page:  # noqa: F811
@@ -64,7 +66,10 @@ def test_gerente_agenda_o_fim_do_mes_pelo_seletor_sem_digitar_cron(
     esperados = fusos.ultimos_dias_do_mes(hora, SAO_PAULO, timezone.now())
     locais = [fusos.local(d, SAO_PAULO) for d in esperados]
     prazos = fusos.prazos(esperados, PRAZO, SAO_PAULO)
-    frase = f"às {hora:%H:%M}, no último dia do mês ({SAO_PAULO}); próximo: {locais[0]}"
+    frase = (
+        f"no último dia de cada mês, às {hora:%H:%M} (horário de Brasília); "
+        f"próximo: {locais[0]}"
+    )
     cron = pagina.locator("#id_cron")
     dias_da_semana = pagina.locator("#campo-dias_da_semana")
 
@@ -81,7 +86,7 @@ def test_gerente_agenda_o_fim_do_mes_pelo_seletor_sem_digitar_cron(
 
     # The preview follows the form (agendamento.js asks the server).
     expect(pagina.locator("[data-campo='previa-descricao']")).to_have_text(frase)
-    expect(pagina.locator("[data-campo='previa-disparo'] td")).to_have_text(
+    expect(pagina.locator(CELULAS_DE_HORARIO)).to_have_text(
         celulas_da_previa(locais, prazos)
     )
     assert cron.input_value() == ""
@@ -95,7 +100,13 @@ def test_gerente_agenda_o_fim_do_mes_pelo_seletor_sem_digitar_cron(
     assert agendamento.cron == f"30 {hora.hour} L * *"
     assert agendamento.prazo.total_seconds() == PRAZO * 60
     linha = pagina.locator(f"tr[data-agendamento='{agendamento.pk}']")
-    expect(linha.locator("[data-campo='descricao']")).to_contain_text(frase)
+    # The short sentence in the cell, the full one (zone, next) on hover.
+    expect(linha.locator("[data-campo='descricao']")).to_have_text(
+        f"no último dia de cada mês, às {hora:%H:%M}"
+    )
+    expect(linha.locator("[data-campo='descricao']")).to_have_attribute(
+        "title", f"{frase} · cron 30 {hora.hour} L * *"
+    )
     for local in locais:
         expect(linha).to_contain_text(local)
 
@@ -115,7 +126,7 @@ def test_sem_javascript_previsualizar_e_um_envio_que_nao_salva(
     pagina.click("button:has-text('Pré-visualizar')")
 
     expect(pagina.locator("[data-campo='previa-descricao']")).to_contain_text(
-        f"às 07:45, a cada dia ({SAO_PAULO}); próximo: "
+        "todos os dias às 07:45 (horário de Brasília); próximo: "
     )
     expect(pagina.locator("[data-campo='previa-disparo']")).to_have_count(3)
     assert not Agendamento.objects.exists()
@@ -147,7 +158,7 @@ def test_frase_e_proximos_disparos_atravessam_a_mudanca_de_horario(
     expect(descricao).to_contain_text(
         f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}"
     )
-    expect(pagina.locator("[data-campo='previa-disparo'] td")).to_have_text(
+    expect(pagina.locator(CELULAS_DE_HORARIO)).to_have_text(
         celulas_da_previa(travessia.locais, prazos)
     )
     pagina.click("button:has-text('Agendar')")
@@ -156,8 +167,9 @@ def test_frase_e_proximos_disparos_atravessam_a_mudanca_de_horario(
     agendamento = Agendamento.objects.get()
     assert agendamento.proximo_disparo == travessia.disparos[0]
     linha = pagina.locator(f"tr[data-agendamento='{agendamento.pk}']")
-    expect(linha.locator("[data-campo='descricao']")).to_contain_text(
-        f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}"
+    expect(linha.locator("[data-campo='descricao']")).to_have_attribute(
+        "title",
+        re.compile(re.escape(f"({fusos.NOVA_YORK}); próximo: {travessia.locais[0]}")),
     )
     for local in travessia.locais:
         expect(linha).to_contain_text(local)
@@ -186,8 +198,45 @@ def test_suporte_ve_a_previa_no_fuso_do_tenant_escolhido(
     pagina.fill("#id_horario", "06:30")
 
     expect(pagina.locator("[data-campo='previa-descricao']")).to_contain_text(
-        "às 06:30, somente de segunda-feira (Europe/Lisbon); próximo: "
+        "às segundas, às 06:30 (Europe/Lisbon); próximo: "
     )
     expect(pagina.locator("[data-campo='previa-disparo']")).to_have_count(3)
     expect(pagina.locator(".field-dia_do_mes")).to_be_hidden()
     assert not Agendamento.objects.exists()
+
+
+def test_campos_e_padroes_seguem_o_relatorio_e_a_frequencia(
+    tenant: Tenant,
+    servidor: str,
+    navegador: Browser,  # noqa: F811
+) -> None:
+    pagina = abrir(navegador, servidor, tenant)
+    agrupar = pagina.locator("#campo-agrupar")
+    periodo = pagina.locator("#id_periodo")
+
+    # The picker opens on "todo mês" with the period that fits it.
+    expect(periodo).to_have_value("mes_anterior")
+    pagina.select_option("#id_tipo", "fechamento")
+    expect(agrupar).to_be_hidden()
+    pagina.select_option("#id_tipo", "vendas")
+    expect(agrupar).to_be_visible()
+
+    pagina.check("input[name=frequencia][value=semanal]")
+    expect(periodo).to_have_value("semana_anterior")
+    pagina.check("input[name=frequencia][value=diaria]")
+    expect(periodo).to_have_value("ontem")
+    # Once the manager picks a period, the frequency leaves it alone.
+    pagina.select_option("#id_periodo", "ano_anterior")
+    pagina.check("input[name=frequencia][value=mensal]")
+    expect(periodo).to_have_value("ano_anterior")
+
+    # Every N minutes or hours: its two fields in view, the time hidden.
+    expect(pagina.locator("#campo-intervalo")).to_be_hidden()
+    pagina.check("input[name=frequencia][value=intervalo]")
+    expect(pagina.locator("#campo-intervalo")).to_be_visible()
+    expect(pagina.locator("#campo-horario")).to_be_hidden()
+    pagina.fill("#id_intervalo", "2")
+    pagina.select_option("#id_unidade", "horas")
+    expect(pagina.locator("[data-campo='previa-descricao']")).to_contain_text(
+        "a cada 2 horas (horário de Brasília)"
+    )

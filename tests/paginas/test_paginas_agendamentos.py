@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.test import Client
@@ -12,7 +13,8 @@ from django.utils import timezone
 
 from relatorios.agendamentos import alertas, disparo
 from relatorios.agendamentos.entrada import PREVISUALIZAR as PREVIA
-from relatorios.models import Agendamento, Alerta, Tenant, Usuario
+from relatorios.jobs import suporte
+from relatorios.models import Agendamento, Alerta, Ocorrencia, Tenant, Usuario
 from tests import fusos, helpers
 
 pytestmark = pytest.mark.django_db
@@ -145,7 +147,9 @@ def test_loja_de_outro_tenant_nao_e_aceita(
 def test_gerente_pausa_retoma_e_exclui(cliente: Client, tenant: Tenant) -> None:
     agendamento = agendar(tenant, nome="Diário")
     base = f"{PAGINA}{agendamento.pk}"
-    assert cliente.post(f"{base}/pausar/")["Location"] == PAGINA
+    assert cliente.post(f"{base}/pausar/")["Location"] == (
+        f"{PAGINA}?pausado={agendamento.pk}"
+    )
     agendamento.refresh_from_db()
     assert (agendamento.ativo, agendamento.proximo_disparo) == (False, None)
     assert "Retomar" in cliente.get(PAGINA).content.decode()
@@ -163,6 +167,25 @@ def test_gerente_pausa_retoma_e_exclui(cliente: Client, tenant: Tenant) -> None:
     )
     # Gone for the page: acting on it again is a 404.
     assert cliente.post(f"{base}/retomar/").status_code == 404
+
+
+def test_pausar_diz_qual_e_oferece_desfazer(cliente: Client, tenant: Tenant) -> None:
+    agendamento = agendar(tenant, nome="Vendas do dia")
+    pagina = cliente.post(
+        f"{PAGINA}{agendamento.pk}/pausar/", follow=True
+    ).content.decode()
+    desfazer = f"{PAGINA}{agendamento.pk}/retomar/"
+
+    assert "Agendamento «Vendas do dia» pausado." in pagina
+    assert f'action="{desfazer}"' in pagina
+    assert "Desfazer (retomar «Vendas do dia»)" in pagina
+    cliente.post(desfazer)
+    agendamento.refresh_from_db()
+    assert agendamento.ativo
+    # Once resumed, the same address offers nothing to undo.
+    depois = cliente.get(f"{PAGINA}?pausado={agendamento.pk}").content.decode()
+    assert "Desfazer" not in depois
+    assert "Desfazer" not in cliente.get(f"{PAGINA}?pausado=x").content.decode()
 
 
 def test_pausar_duas_vezes_avisa_que_nada_mudou(
@@ -233,14 +256,15 @@ def test_painel_mostra_quantos_alertas_estao_abertos(
     assert "2 alertas abertos" in html
 
 
-def test_suporte_recebe_403_nas_paginas_de_agendamento(
+def test_suporte_vai_ao_admin_e_nao_age_nas_paginas_de_agendamento(
     db: None, tenant: Tenant
 ) -> None:
     agendamento = agendar(tenant)
     suporte = helpers.criar_usuario(None, is_staff=True)[0]
     cliente = Client()
     cliente.force_login(suporte)
-    assert cliente.get(PAGINA).status_code == 403
+    # Reading: support is sent to its own place; acting: refused.
+    assert cliente.get(PAGINA)["Location"] == "/admin/"
     assert cliente.post(f"{PAGINA}novo/", NOVO).status_code == 403
     assert cliente.post(f"{PAGINA}previa/", NOVO).status_code == 403
     assert cliente.post(f"{PAGINA}{agendamento.pk}/pausar/").status_code == 403
@@ -271,7 +295,7 @@ def test_gerente_agenda_o_ultimo_dia_do_mes_pelo_seletor(
     assert agendamento.proximo_disparo == esperados[0]
     linha = linha_do_agendamento(cliente.get(PAGINA).content.decode(), agendamento)
     assert (
-        f"às {hora:%H:%M}, no último dia do mês ({SAO_PAULO}); "
+        f"no último dia de cada mês, às {hora:%H:%M} (horário de Brasília); "
         f"próximo: {fusos.local(esperados[0], SAO_PAULO)}"
     ) in linha
     for esperado in esperados:
@@ -346,8 +370,61 @@ def test_previa_do_script_e_um_fragmento_com_os_erros_do_seletor(
     assert valida.status_code == 200
     assert "<html" not in valida.content.decode()
     assert valida.content.decode().count('data-campo="previa-disparo"') == 3
-    assert "às 07:00, a cada dia (America/Sao_Paulo)" in valida.content.decode()
+    assert "todos os dias às 07:00 (horário de Brasília)" in valida.content.decode()
     assert "escolha pelo menos um dia da semana" in invalida.content.decode()
     assert "o intervalo mínimo é 15 minutos" in intervalo.content.decode()
     assert cliente.get(f"{PAGINA}previa/").status_code == 405
     assert not Agendamento.objects.exists()
+
+
+def test_cada_execucao_diz_como_terminou(cliente: Client, tenant: Tenant) -> None:
+    agendamento = agendar(tenant, nome="Vendas do dia")
+    entregue = disparo.executar_agora(agendamento_id=agendamento.pk)
+    falha = disparo.executar_agora(agendamento_id=agendamento.pk)
+    # 18:11 UTC is 15:11 in Brasília, the tenant's clock.
+    Ocorrencia.objects.filter(pk=entregue.pk).update(
+        entregue_em=datetime(2026, 12, 7, 18, 11, tzinfo=UTC), motivo=""
+    )
+    suporte.marcar_como_falhou(job_id=falha.job_id, motivo="ERP fora do ar")
+
+    linha = linha_do_agendamento(cliente.get(PAGINA).content.decode(), agendamento)
+    desfechos = re.findall(r"data-desfecho>([^<]+)<", linha)
+    assert sorted(desfechos) == ["Entregue às 15:11", "Falhou (manual)"]
+
+
+def test_pedido_por_nomeia_o_agendamento(cliente: Client, tenant: Tenant) -> None:
+    agendamento = agendar(tenant, nome="Fechamento da contabilidade")
+    disparo.executar_agora(agendamento_id=agendamento.pk)
+
+    html = cliente.get("/painel/").content.decode()
+
+    assert "agendamento «Fechamento da contabilidade»" in html
+
+
+def _semana_antes(dia: date) -> str:
+    segunda = dia - timedelta(days=dia.weekday() + 7)
+    return f"{segunda:%d/%m/%Y} a {segunda + timedelta(days=6):%d/%m/%Y}"
+
+
+@pytest.mark.parametrize(
+    ("periodo", "esperado"),
+    [
+        ("mes_anterior", lambda dia: f"dezembro de {dia.year - 1}"),
+        ("ontem", lambda dia: f"31/12/{dia.year - 1}"),
+        ("ano_anterior", lambda dia: str(dia.year - 1)),
+        ("semana_anterior", _semana_antes),
+    ],
+)
+def test_previa_diz_o_periodo_de_cada_disparo(
+    cliente: Client, periodo: str, esperado: Any
+) -> None:
+    # Every 1 January at 03:00: each firing reports on the year that ended.
+    primeiro = date(timezone.localdate(timezone=ZoneInfo(SAO_PAULO)).year + 1, 1, 1)
+    html = cliente.post(
+        f"{PAGINA}previa/", NOVO | {"periodo": periodo, "cron": "0 3 1 1 *"}
+    ).content.decode()
+
+    periodos = re.findall(r'data-campo="previa-periodo">([^<]+)<', html)
+    assert periodos == [
+        esperado(primeiro.replace(year=primeiro.year + n)) for n in range(3)
+    ]

@@ -126,7 +126,7 @@ def test_suporte_ve_a_taxa_de_acerto_e_o_tamanho_por_tenant(tenant: Tenant) -> N
     relatorio(tenant, inicio="2025-01-01", fim="2025-03-31")
     relatorio(tenant, inicio="2025-01-01", fim="2025-04-30")
 
-    (linha,) = painel.montar().reuso
+    (linha,) = painel.montar("UTC").reuso
 
     assert (linha.nome, linha.partes, linha.acertos, linha.falhas) == (
         tenant.nome,

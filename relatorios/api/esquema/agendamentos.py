@@ -154,7 +154,7 @@ class AgendamentoSerializer(serializers.Serializer):
     descricao = serializers.CharField(
         read_only=True,
         help_text="O `cron` em palavras (pt-BR), no fuso do tenant, com o próximo "
-        "disparo: «às 03:00, no dia 1 do mês (America/Sao_Paulo); próximo: "
+        "disparo: «no dia 1 de cada mês, às 03:00 (horário de Brasília); próximo: "
         "01/01/2027 03:00» (pausado ou excluído: «sem próximo disparo»). Só "
         "leitura: para exibir, não para interpretar.",
     )

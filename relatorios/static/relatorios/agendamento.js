@@ -7,7 +7,8 @@
   "use strict";
 
   var CAMPOS = ["tenant", "frequencia", "horario", "dias_da_semana",
-                "dia_do_mes", "cron", "prazo_minutos"];
+                "dia_do_mes", "intervalo", "unidade", "cron", "prazo_minutos",
+                "periodo"];
   var caixa, form;
   var espera = null;
   var ultimo = 0;
@@ -32,7 +33,37 @@
     });
   }
 
+  // The period that fits each frequency, until the manager picks one.
+  var PERIODO_DA_FREQUENCIA = { diaria: "ontem", semanal: "semana_anterior",
+                                mensal: "mes_anterior" };
+  var periodoEscolhido = false;
+
+  function campoDe(nome) {
+    var entrada = form.querySelector("[name=" + nome + "]");
+    // The page wraps a field in #campo-<name>; the admin in .field-<name>.
+    return entrada && (entrada.closest("#campo-" + nome) ||
+                       entrada.closest(".field-" + nome) ||
+                       entrada.closest(".form-row"));
+  }
+
+  function ajustar(evento) {
+    var nome = evento ? evento.target.name : "";
+    if (nome === "periodo") periodoEscolhido = true;
+    var periodo = form.querySelector("select[name=periodo]");
+    if (nome === "frequencia" && !periodoEscolhido && periodo) {
+      var sugerido = PERIODO_DA_FREQUENCIA[evento.target.value];
+      if (sugerido) periodo.value = sugerido;
+    }
+    var tipo = form.querySelector("select[name=tipo]");
+    var agrupar = campoDe("agrupar");
+    if (tipo && agrupar) {
+      var opcao = tipo.options[tipo.selectedIndex];
+      agrupar.hidden = !!opcao && opcao.getAttribute("data-usa-agrupar") === "0";
+    }
+  }
+
   function mudou(evento) {
+    ajustar(evento);
     if (CAMPOS.indexOf(evento.target.name) < 0) return;
     window.clearTimeout(espera);
     espera = window.setTimeout(atualizar, 250);
@@ -44,6 +75,7 @@
     if (!form || !window.fetch || !window.FormData) return;
     form.addEventListener("change", mudou);
     form.addEventListener("input", mudou);
+    ajustar(null);
     atualizar();
   }
 

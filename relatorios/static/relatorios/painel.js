@@ -7,6 +7,24 @@
   "use strict";
 
   var numero = new Intl.NumberFormat("pt-BR", { maximumFractionDigits: 1 });
+  // A label longer than this is drawn on several lines (Chart.js takes an
+  // array), so a long failure reason is wrapped, never clipped.
+  var LINHA = 40;
+
+  function quebrar(texto) {
+    if (typeof texto !== "string" || texto.length <= LINHA) return texto;
+    var linhas = [], atual = "";
+    texto.split(" ").forEach(function (palavra) {
+      if (atual && (atual + " " + palavra).length > LINHA) {
+        linhas.push(atual);
+        atual = palavra;
+      } else {
+        atual = atual ? atual + " " + palavra : palavra;
+      }
+    });
+    if (atual) linhas.push(atual);
+    return linhas;
+  }
 
   function desenhar(tela, g) {
     var unidade = g.unidade ? " " + g.unidade : "";
@@ -23,7 +41,7 @@
     new window.Chart(tela, {
       type: "bar",
       data: {
-        labels: g.rotulos,
+        labels: g.rotulos.map(quebrar),
         datasets: g.series.map(function (s) {
           return { label: s.nome, data: s.valores, backgroundColor: s.cor,
                    borderColor: s.cor, maxBarThickness: 32 };
@@ -31,6 +49,15 @@
       },
       options: {
         indexAxis: g.deitado ? "y" : "x",
+        // A bar leads to the filtered list behind it (g.links).
+        onClick: function (evento, elementos) {
+          var link = elementos.length && g.links ? g.links[elementos[0].index] : "";
+          if (link) window.location.href = link;
+        },
+        onHover: function (evento, elementos) {
+          var link = elementos.length && g.links ? g.links[elementos[0].index] : "";
+          evento.native.target.style.cursor = link ? "pointer" : "";
+        },
         responsive: true,
         maintainAspectRatio: false,
         animation: false,
