@@ -575,7 +575,9 @@ RELATORIOS_METRICAS_SQL = env_bool("RELATORIOS_METRICAS_SQL", False)
 # Absolute base of links in notifications (status URL, job page), e.g.
 # https://relatorios.example.com; empty: paths only.
 RELATORIOS_URL_BASE = env_str("RELATORIOS_URL_BASE", "").rstrip("/")
-# Connect and read timeout of one webhook POST (each, in seconds).
+# Timeout of each socket operation of one webhook or chat POST (connect,
+# each read), in seconds; the whole POST ends within twice this
+# (notificacoes/canais/http.py).
 RELATORIOS_WEBHOOK_TIMEOUT_S = env_float("RELATORIOS_WEBHOOK_TIMEOUT_S", 5.0)
 # Development and tests only: also accept http:// URLs and loopback addresses
 # (127.0.0.1, localhost). Off, webhooks must be https:// to public addresses.

@@ -58,6 +58,8 @@ class VarreduraDeEntregas:
     inscricoes_atendidas: int
     despachadas: int
     reenfileiradas: int
+    # Attempts whose sender never recorded them (`entrega.varrer`).
+    abandonadas: int = 0
 
 
 def sql_entregas_de_jobs(*, webhooks: bool = True) -> str:
@@ -601,7 +603,8 @@ def varrer() -> VarreduraDeEntregas:
     """One pass over what nobody else will fix; safe with any number of copies.
 
     The cluster's supervisor calls it on every sweep, next to
-    `jobs.varredura.varrer()`.
+    `jobs.varredura.varrer()`, through `entrega.varrer()`, which first
+    records the attempts whose sender died as failed ones.
 
     1. Subscriptions of jobs that already ended (a request subscribed while
        the job was finishing) get their email delivery; deterministic ids

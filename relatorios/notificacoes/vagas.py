@@ -97,7 +97,9 @@ def tenants_com_espera(limite: int = 1000) -> list[int]:
 
 
 def prazo_de_envio_s() -> int:
-    """How long one attempt may take: the sender's lease, and the worker's hard stop."""
+    """How long one attempt may take: the sender's lease, and the worker's
+    hard stop. A POST's deadline (`canais.http.prazo_do_post_s`: twice the
+    webhook timeout), an email's, the file's build, a margin."""
     return int(
         2 * settings.RELATORIOS_WEBHOOK_TIMEOUT_S
         + settings.EMAIL_TIMEOUT
