@@ -5,6 +5,8 @@ Written only by `relatorios.notificacoes`, through guarded statements.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.db import models
 
@@ -56,7 +58,17 @@ class Webhook(models.Model):
         ordering = ["tenant", "id"]
 
     def __str__(self) -> str:
-        return self.url
+        # The admin's titles, its log entries and its forms' choices: never
+        # the whole URL (a chat's is its credential).
+        return f"{self.canal}: {url_mascarada(self.url)}"
+
+
+def url_mascarada(url: str) -> str:
+    """A URL as anyone but its creator sees it when it may be a credential
+    (a chat's incoming webhook: Slack's path, Teams' `sig=`, Google Chat's
+    `key=` and `token=`): its scheme, its host and its last 4 characters."""
+    partes = urlsplit(url)
+    return f"{partes.scheme}://{partes.hostname}/…{url[-4:]}"
 
 
 class EstadoEntrega(models.TextChoices):
