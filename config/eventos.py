@@ -47,9 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from django.conf import settings
 
     django.setup(set_prefix=False)
-    from config.arranque import problema_da_chave
+    from config.arranque import problema_da_chave, problema_dos_eventos
 
-    problema = problema_da_chave()
+    problema = problema_da_chave() or problema_dos_eventos()
     if problema:
         logger.error("refusing to start: %s", problema)
         return 1

@@ -528,6 +528,16 @@ RELATORIOS_EVENTOS_MAX_POR_TOKEN = env_int("RELATORIOS_EVENTOS_MAX_POR_TOKEN", 2
 RELATORIOS_EVENTOS_MAX_POR_PROCESSO = env_int(
     "RELATORIOS_EVENTOS_MAX_POR_PROCESSO", 10_000
 )
+# An open stream's credential (token or session, the user active, in its
+# tenant, its password unchanged) is checked again this often: a revoked one
+# ends within it (docs/api.md promises 5 s: at most 5). And a stream ends
+# after this long anyway; EventSource reconnects and authenticates again.
+RELATORIOS_EVENTOS_REVISAO_S = env_float("RELATORIOS_EVENTOS_REVISAO_S", 2.0)
+RELATORIOS_EVENTOS_VIDA_MAX_S = env_float("RELATORIOS_EVENTOS_VIDA_MAX_S", 3600.0)
+# The events process waits this long for any one database read (a stream's
+# authentication and first frames, its reader's reads): past it, a stream
+# being opened gets 503 with Retry-After, and the reader connects again.
+RELATORIOS_EVENTOS_ESPERA_BANCO_S = env_float("RELATORIOS_EVENTOS_ESPERA_BANCO_S", 5.0)
 
 # --- Retention ---------------------------------------------------------------------
 

@@ -1,0 +1,142 @@
+"""An open stream lives no longer than its credential: a real events process,
+real streams, and the revocations a support desk or a user makes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from django.conf import settings
+from django.contrib.sessions.models import Session
+from django.test import Client
+from rest_framework.authtoken.models import Token
+
+from relatorios.models import EstadoDoJob, Tenant, Usuario
+from tests import helpers, processos
+from tests.api.test_eventos import eventos, submeter  # noqa: F401 (the fixture)
+from tests.sse import Fluxo, abrir
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.processos]
+
+# The bound docs/api.md promises (5 s), plus what the test's own polling adds.
+LIMITE_S = 7.0
+
+
+def aberto(url: str, **kwargs: str) -> Fluxo:
+    fluxo = abrir(f"{url}/relatorios/eventos", **kwargs)
+    assert fluxo.status == 200
+    return fluxo
+
+
+def por_sessao(url: str, usuario: Usuario) -> Fluxo:
+    cliente = Client()
+    cliente.force_login(usuario)
+    cookie = cliente.cookies[settings.SESSION_COOKIE_NAME].value
+    fluxo = Fluxo(
+        url=f"{url}/relatorios/eventos",
+        cabecalhos={"Cookie": f"{settings.SESSION_COOKIE_NAME}={cookie}"},
+    ).abrir()
+    assert fluxo.status == 200
+    return fluxo
+
+
+def apagar_o_token(usuario: Usuario, outro: Tenant) -> None:
+    Token.objects.filter(user=usuario).delete()
+
+
+def desativar(usuario: Usuario, outro: Tenant) -> None:
+    Usuario.objects.filter(pk=usuario.pk).update(is_active=False)
+
+
+def mudar_de_tenant(usuario: Usuario, outro: Tenant) -> None:
+    Usuario.objects.filter(pk=usuario.pk).update(tenant=outro)
+
+
+def apagar_as_sessoes(usuario: Usuario, outro: Tenant) -> None:
+    Session.objects.all().delete()
+
+
+def trocar_a_senha(usuario: Usuario, outro: Tenant) -> None:
+    usuario.set_password("outra-senha-de-teste-456")
+    usuario.save()
+
+
+@pytest.mark.parametrize(
+    "revogar", [apagar_o_token, desativar, mudar_de_tenant], ids=lambda f: f.__name__
+)
+def test_fluxo_por_token_termina_quando_a_credencial_e_revogada(
+    tenant: Tenant,
+    outro_tenant: Tenant,
+    eventos: Callable[..., str],  # noqa: F811
+    revogar: Callable[[Usuario, Tenant], None],
+) -> None:
+    url = eventos()
+    usuario, token = helpers.criar_usuario(tenant)
+    _, testemunha = helpers.criar_usuario(tenant)
+    fluxo, intacto = aberto(url, token=token), aberto(url, token=testemunha)
+
+    revogar(usuario, outro_tenant)
+
+    fluxo.esperar(lambda f: f.terminou, timeout=LIMITE_S, descricao="o fim do fluxo")
+    assert not intacto.terminou
+    intacto.fechar()
+
+
+@pytest.mark.parametrize(
+    "revogar",
+    [apagar_as_sessoes, trocar_a_senha, desativar, mudar_de_tenant],
+    ids=lambda f: f.__name__,
+)
+def test_fluxo_por_sessao_termina_quando_a_credencial_e_revogada(
+    tenant: Tenant,
+    outro_tenant: Tenant,
+    eventos: Callable[..., str],  # noqa: F811
+    revogar: Callable[[Usuario, Tenant], None],
+) -> None:
+    url = eventos()
+    usuario, _ = helpers.criar_usuario(tenant)
+    _, testemunha = helpers.criar_usuario(tenant)
+    fluxo, intacto = por_sessao(url, usuario), aberto(url, token=testemunha)
+
+    revogar(usuario, outro_tenant)
+
+    fluxo.esperar(lambda f: f.terminou, timeout=LIMITE_S, descricao="o fim do fluxo")
+    assert not intacto.terminou
+    intacto.fechar()
+
+
+def test_fluxo_do_job_nao_entrega_o_resultado_depois_da_revogacao(
+    tenant: Tenant,
+    outro_tenant: Tenant,
+    eventos: Callable[..., str],  # noqa: F811
+    cluster: Callable[..., processos.Processo],
+) -> None:
+    url = eventos()
+    usuario, token = helpers.criar_usuario(tenant)
+    job_id = submeter(tenant)
+    fluxo = abrir(f"{url}/relatorios/jobs/{job_id}/eventos", token=token)
+    fluxo.esperar(lambda f: f.eventos, descricao="o estado inicial")
+    # Four chunks, 3 s each: the job ends well after the revocation's bound.
+    cluster(RELATORIOS_TESTE_PAUSA_S="3")
+
+    desativar(usuario, outro_tenant)
+    fluxo.esperar(lambda f: f.terminou, timeout=LIMITE_S, descricao="o fim do fluxo")
+    helpers.esperar(
+        lambda: helpers.job(job_id).status == EstadoDoJob.PRONTO,
+        descricao="o job pronto",
+    )
+
+    assert EstadoDoJob.PRONTO not in [e.dados["status"] for e in fluxo.eventos]
+
+
+def test_fluxo_termina_na_vida_maxima(
+    tenant: Tenant,
+    token: str,
+    eventos: Callable[..., str],  # noqa: F811
+) -> None:
+    url = eventos(RELATORIOS_EVENTOS_VIDA_MAX_S="2", RELATORIOS_EVENTOS_REVISAO_S="0.5")
+    fluxo = aberto(url, token=token)
+
+    fluxo.esperar(lambda f: f.terminou, timeout=LIMITE_S, descricao="o fim do fluxo")
+    assert fluxo.retry == 3000  # EventSource reconnects after it
+    assert aberto(url, token=token).status == 200
