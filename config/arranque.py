@@ -49,6 +49,9 @@ def problema_dos_eventos() -> str | None:
     vida = settings.RELATORIOS_EVENTOS_VIDA_MAX_S
     if vida <= 0:
         return f"RELATORIOS_EVENTOS_VIDA_MAX_S={vida:g}: must be > 0"
+    por_tenant = settings.RELATORIOS_EVENTOS_MAX_POR_TENANT
+    if por_tenant <= 0:
+        return f"RELATORIOS_EVENTOS_MAX_POR_TENANT={por_tenant}: must be > 0"
     espera = settings.RELATORIOS_EVENTOS_ESPERA_BANCO_S
     if espera <= 0:
         return f"RELATORIOS_EVENTOS_ESPERA_BANCO_S={espera:g}: must be > 0"

@@ -528,6 +528,8 @@ RELATORIOS_EVENTOS_MAX_POR_TOKEN = env_int("RELATORIOS_EVENTOS_MAX_POR_TOKEN", 2
 RELATORIOS_EVENTOS_MAX_POR_PROCESSO = env_int(
     "RELATORIOS_EVENTOS_MAX_POR_PROCESSO", 10_000
 )
+# A tenant's share of those: its many users cannot take the whole process.
+RELATORIOS_EVENTOS_MAX_POR_TENANT = env_int("RELATORIOS_EVENTOS_MAX_POR_TENANT", 1000)
 # An open stream's credential (token or session, the user active, in its
 # tenant, its password unchanged) is checked again this often: a revoked one
 # ends within it (docs/api.md promises 5 s: at most 5). And a stream ends

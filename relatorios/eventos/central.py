@@ -31,9 +31,11 @@ even what is already queued). A stream also ends after
 RELATORIOS_EVENTOS_VIDA_MAX_S, whatever happens (EventSource reconnects,
 authenticates again and resumes from its Last-Event-ID).
 
-Caps: at most RELATORIOS_EVENTOS_MAX_POR_PROCESSO streams in the process
-and RELATORIOS_EVENTOS_MAX_POR_TOKEN per user (a token is one user); past
-either, `Lotado` (the view answers 429).
+Caps: at most RELATORIOS_EVENTOS_MAX_POR_PROCESSO streams in the process,
+RELATORIOS_EVENTOS_MAX_POR_TENANT of them per tenant (its share: one
+tenant's many users cannot take the whole process) and
+RELATORIOS_EVENTOS_MAX_POR_TOKEN per user (a token is one user); past any,
+`Lotado` (the view answers 429).
 """
 
 from __future__ import annotations
@@ -175,6 +177,7 @@ class Central:
         self.por_job: dict[int, set[Assinatura]] = defaultdict(set)
         self.por_tenant: dict[int, set[Assinatura]] = defaultdict(set)
         self.por_usuario: dict[int, int] = defaultdict(int)
+        self.abertas_do_tenant: dict[int, int] = defaultdict(int)
         self.abertas = 0
         self.conexoes = 0
         # None until the first connection read where the events stand.
@@ -200,6 +203,12 @@ class Central:
         maximo = settings.RELATORIOS_EVENTOS_MAX_POR_PROCESSO
         if self.abertas >= maximo:
             raise Lotado(f"o servidor de eventos está no limite de {maximo} conexões")
+        por_tenant = settings.RELATORIOS_EVENTOS_MAX_POR_TENANT
+        if self.abertas_do_tenant.get(tenant_id, 0) >= por_tenant:
+            raise Lotado(
+                f"limite de {por_tenant} conexões de eventos abertas por empresa"
+                " atingido"
+            )
         por_token = settings.RELATORIOS_EVENTOS_MAX_POR_TOKEN
         if self.por_usuario[usuario_id] >= por_token:
             raise Lotado(
@@ -216,6 +225,7 @@ class Central:
         else:
             self.por_job[job_id].add(assinatura)
         self.por_usuario[usuario_id] += 1
+        self.abertas_do_tenant[tenant_id] += 1
         self.abertas += 1
         return assinatura
 
@@ -237,6 +247,9 @@ class Central:
         self.por_usuario[assinatura.usuario_id] -= 1
         if self.por_usuario[assinatura.usuario_id] <= 0:
             del self.por_usuario[assinatura.usuario_id]
+        self.abertas_do_tenant[assinatura.tenant_id] -= 1
+        if self.abertas_do_tenant[assinatura.tenant_id] <= 0:
+            del self.abertas_do_tenant[assinatura.tenant_id]
         self.abertas -= 1
 
     def _todas(self) -> list[Assinatura]:

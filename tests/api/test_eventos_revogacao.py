@@ -140,3 +140,29 @@ def test_fluxo_termina_na_vida_maxima(
     fluxo.esperar(lambda f: f.terminou, timeout=LIMITE_S, descricao="o fim do fluxo")
     assert fluxo.retry == 3000  # EventSource reconnects after it
     assert aberto(url, token=token).status == 200
+
+
+def test_cada_tenant_tem_sua_parte_do_limite_do_processo(
+    tenant: Tenant,
+    outro_tenant: Tenant,
+    eventos: Callable[..., str],  # noqa: F811
+) -> None:
+    url = eventos(
+        RELATORIOS_EVENTOS_MAX_POR_TENANT="2", RELATORIOS_EVENTOS_MAX_POR_PROCESSO="10"
+    )
+    a, b, c = (helpers.criar_usuario(tenant)[1] for _ in range(3))
+    primeiros = [aberto(url, token=a), aberto(url, token=b)]
+    terceiro = abrir(f"{url}/relatorios/eventos", token=c)
+    do_outro = abrir(
+        f"{url}/relatorios/eventos", token=helpers.criar_usuario(outro_tenant)[1]
+    )
+
+    assert terceiro.status == 429
+    assert "por empresa" in terceiro.corpo_de_erro["erro"]
+    assert do_outro.status == 200
+    # A stream that ends gives its tenant's share back.
+    primeiros[0].fechar()
+    helpers.esperar(
+        lambda: abrir(f"{url}/relatorios/eventos", token=c).status == 200,
+        descricao="a parte do tenant liberada",
+    )
