@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import httpx
 import pytest
 from django.conf import settings
 from django.contrib.sessions.models import Session
 from django.test import Client
 from rest_framework.authtoken.models import Token
 
-from relatorios.models import EstadoDoJob, Tenant, Usuario
+from relatorios.models import EstadoDoJob, RelatorioJob, Tenant, Usuario
 from tests import helpers, processos
 from tests.api.test_eventos import eventos, submeter  # noqa: F401 (the fixture)
 from tests.sse import Fluxo, abrir
@@ -166,3 +167,33 @@ def test_cada_tenant_tem_sua_parte_do_limite_do_processo(
         lambda: abrir(f"{url}/relatorios/eventos", token=c).status == 200,
         descricao="a parte do tenant liberada",
     )
+
+
+@pytest.mark.parametrize(
+    ("metodo", "caminho"),
+    [
+        ("POST", "/relatorios/vendas"),
+        ("GET", "/relatorios/jobs/1"),
+        ("GET", "/relatorios/webhooks"),
+        ("DELETE", "/relatorios/agendamentos/1"),
+    ],
+)
+def test_o_processo_de_eventos_so_serve_os_fluxos(
+    token: str,
+    eventos: Callable[..., str],  # noqa: F811
+    metodo: str,
+    caminho: str,
+) -> None:
+    url = eventos()
+
+    resposta = httpx.request(
+        metodo,
+        f"{url}{caminho}",
+        headers={"Authorization": f"Token {token}"},
+        json={"inicio": "2026-01-01", "fim": "2026-01-31"},
+        timeout=30,
+    )
+
+    assert resposta.status_code == 404
+    assert resposta.json() == {"erro": "não encontrado"}
+    assert not RelatorioJob.objects.exists()
