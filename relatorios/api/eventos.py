@@ -50,6 +50,7 @@ from django.views.decorators.http import require_GET
 from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
 
+from relatorios.api import limites
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.jobs import local_do_job, representar
 from relatorios.api.permissoes import UsuarioDeTenant
@@ -105,6 +106,7 @@ class Recusa(Exception):
 async def eventos_do_job(request: HttpRequest, job_id: int) -> HttpResponseBase:
     try:
         usuario, credencial = await _usuario(request)
+        await _contar(usuario)
         apos = _ultimo_id(request)
         assinatura, ate = await _assinar(usuario, credencial, job_id=job_id)
     except Recusa as recusa:
@@ -140,6 +142,7 @@ async def eventos_do_job(request: HttpRequest, job_id: int) -> HttpResponseBase:
 async def eventos_do_tenant(request: HttpRequest) -> HttpResponseBase:
     try:
         usuario, credencial = await _usuario(request)
+        await _contar(usuario)
         apos = _ultimo_id(request)
         assinatura, ate = await _assinar(usuario, credencial, job_id=None)
     except Recusa as recusa:
@@ -227,6 +230,18 @@ async def _usuario(request: HttpRequest) -> tuple[Any, Credencial]:
     if getattr(usuario, "tenant_id", None) is None:
         raise Recusa(403, UsuarioDeTenant.message)
     return usuario, credencial
+
+
+async def _contar(usuario: Any) -> None:
+    """A stream's open is one of its user's API requests (the API's limit)."""
+    try:
+        await no_banco.ler(limites.contar_para, usuario.pk)
+    except limites.LimiteExcedido as excedido:
+        raise Recusa(
+            429, str(excedido.detail), **{"Retry-After": str(excedido.wait)}
+        ) from None
+    except SemBanco as erro:
+        raise _sem_banco(erro) from None
 
 
 def _sem_banco(erro: SemBanco) -> Recusa:

@@ -197,3 +197,18 @@ def test_o_processo_de_eventos_so_serve_os_fluxos(
     assert resposta.status_code == 404
     assert resposta.json() == {"erro": "não encontrado"}
     assert not RelatorioJob.objects.exists()
+
+
+def test_abrir_um_fluxo_conta_no_limite_da_api(
+    token: str,
+    eventos: Callable[..., str],  # noqa: F811
+) -> None:
+    url = eventos(RELATORIOS_API_LIMITE="2", RELATORIOS_API_JANELA_S="600")
+    for _ in range(2):
+        aberto(url, token=token).fechar()
+
+    terceiro = abrir(f"{url}/relatorios/eventos", token=token)
+
+    assert terceiro.status == 429
+    assert int(terceiro.resposta_cabecalhos["retry-after"]) > 0
+    assert "limite de 2 pedidos" in terceiro.corpo_de_erro["erro"]
