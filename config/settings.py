@@ -541,6 +541,10 @@ RELATORIOS_EVENTOS_VIDA_MAX_S = env_float("RELATORIOS_EVENTOS_VIDA_MAX_S", 3600.
 # being opened gets 503 with Retry-After, and the reader connects again.
 RELATORIOS_EVENTOS_ESPERA_BANCO_S = env_float("RELATORIOS_EVENTOS_ESPERA_BANCO_S", 5.0)
 
+# The operations dashboard (/admin/painel/) is reused this long per web
+# process, and built by one request at a time there; 0: built on every open.
+RELATORIOS_PAINEL_CACHE_S = env_float("RELATORIOS_PAINEL_CACHE_S", 10.0)
+
 # --- Retention ---------------------------------------------------------------------
 
 # Finished jobs are deleted (with their attempts, partial rows and django-q2
