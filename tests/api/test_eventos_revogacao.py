@@ -3,6 +3,7 @@ real streams, and the revocations a support desk or a user makes."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 
 import httpx
@@ -212,3 +213,13 @@ def test_abrir_um_fluxo_conta_no_limite_da_api(
     assert terceiro.status == 429
     assert int(terceiro.resposta_cabecalhos["retry-after"]) > 0
     assert "limite de 2 pedidos" in terceiro.corpo_de_erro["erro"]
+
+
+def test_conexao_que_nunca_manda_um_byte_e_fechada(
+    eventos: Callable[..., str],  # noqa: F811
+) -> None:
+    url = eventos(EVENTOS_CABECALHO_S="2")
+    host, _, porta = url.removeprefix("http://").rpartition(":")
+    with socket.create_connection((host, int(porta)), timeout=30) as muda:
+        # Nothing sent: the server must hang up on its own (b"": closed).
+        assert muda.recv(1) == b""
