@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -380,13 +379,6 @@ def test_o_grupo_suporte_so_le_o_painel(grupo_suporte: Group) -> None:
 
 
 # --- Its cost ---------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def _painel_novo() -> Iterator[None]:
-    painel.esquecer()
-    yield
-    painel.esquecer()
 
 
 @pytest.mark.django_db
