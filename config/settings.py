@@ -631,6 +631,18 @@ RELATORIOS_DOWNLOAD_JANELA_S = env_int("RELATORIOS_DOWNLOAD_JANELA_S", 60)
 # and at most this many emails in any 24 hours (support's own addresses
 # aside); past it, an email delivery is `falhou` with the reason.
 RELATORIOS_MAX_ENTREGAS_POR_TENANT = env_int("RELATORIOS_MAX_ENTREGAS_POR_TENANT", 1)
+# Deliveries in flight across all tenants (notificacoes/vagas.py): kept below
+# a cluster's workers, so a slow receiver (or several tenants' at once) never
+# holds every worker and a report always finds one free.
+RELATORIOS_MAX_ENTREGAS_EM_VOO = env_int(
+    "RELATORIOS_MAX_ENTREGAS_EM_VOO", max(1, RELATORIOS_WORKERS - 1)
+)
+if not 1 <= RELATORIOS_MAX_ENTREGAS_EM_VOO <= max(1, RELATORIOS_WORKERS - 1):
+    raise ImproperlyConfigured(
+        f"RELATORIOS_MAX_ENTREGAS_EM_VOO={RELATORIOS_MAX_ENTREGAS_EM_VOO}: must be "
+        f">= 1 and below RELATORIOS_WORKERS={RELATORIOS_WORKERS} (deliveries "
+        "must leave a worker for the reports; 1 with a single worker)"
+    )
 RELATORIOS_MAX_EMAILS_POR_TENANT_DIA = env_int(
     "RELATORIOS_MAX_EMAILS_POR_TENANT_DIA", 2000
 )

@@ -37,7 +37,8 @@ def entregar(*, entrega_id: int) -> str | None:
     3. Record the outcome, fenced by the lease: `entregue`, or back to
        waiting until its backoff has elapsed, or `falhou` after
        RELATORIOS_ENTREGA_MAX_TENTATIVAS; and, in the same transaction, the
-       slot it frees goes to the tenant's next delivery (`vagas`).
+       slot it frees goes to another tenant's waiting delivery, or else to
+       the tenant's next one (`vagas.liberar`).
 
     Before the claim, an earlier attempt that never recorded its outcome (its
     sender hard-stopped, its lease run out) is recorded as failed
@@ -214,6 +215,7 @@ def _registrar(
     }
     campos = {"entrega_id": entrega_id, "tentativa": entrega.tentativa}
     with transaction.atomic(), connection.cursor() as cursor:
+        vagas.travar()  # first: the slot it frees is given in this transaction
         if desfecho.ok:
             cursor.execute(
                 """
@@ -242,9 +244,10 @@ def _registrar(
             )
             estado = "falhou" if cursor.rowcount == 1 else None
         else:
-            # Back to waiting, without a slot: the slot goes to the tenant's
-            # next delivery. A delayed wake-up at the end of the backoff
-            # dispatches it again (`_acordar`; the sweep, if it is lost).
+            # Back to waiting, without a slot: the slot goes to the next
+            # waiting delivery (`vagas.liberar`). A delayed wake-up at the end
+            # of the backoff dispatches it again (`_acordar`; the sweep, if
+            # it is lost).
             cursor.execute(
                 """
                 UPDATE relatorio_entregas
@@ -262,7 +265,7 @@ def _registrar(
             if linha is not None:
                 vagas.enfileirar(entrega_id, quando=linha[0])
         if estado is not None:
-            vagas.despachar(tenant_id=entrega.tenant_id)
+            vagas.liberar(tenant_id=entrega.tenant_id)
     if estado is None:
         # Our lease ran out and someone else took over: their outcome stands.
         logger.warning("entrega: resultado descartado (sem posse)", extra=campos)

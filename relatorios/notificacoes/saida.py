@@ -482,7 +482,7 @@ def _inserir(
     if not linhas:
         return []
     coluna, valor = referencia if referencia else ("alerta_id", None)
-    vagas.travar(tenant_id)  # the cap's count and the inserts, one at a time
+    vagas.travar()  # the cap's count and the inserts, one at a time
     cota = _cota_de_emails(tenant_id)
     valores = ", ".join(
         # Typed: a VALUES list whose webhook_id is NULL in every row would
@@ -580,6 +580,7 @@ def reenviar(*, entrega_id: int) -> bool:
     daily email cap too: support decided). False if it was already
     delivered, or a sender holds it right now."""
     with transaction.atomic(), connection.cursor() as cursor:
+        vagas.travar()  # before the row: a dispatch holds it, then waits for rows
         cursor.execute(
             """
             UPDATE relatorio_entregas
