@@ -4,6 +4,9 @@ third tenant's report is claimed while they hold (issue 37)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -11,7 +14,7 @@ import pytest
 from relatorios.jobs import ciclo, pedidos
 from relatorios.models import Entrega, EstadoDoJob, EstadoEntrega, RelatorioJob, Tenant
 from relatorios.notificacoes import entrega, webhooks
-from tests import helpers
+from tests import helpers, processos
 from tests.processos import Processo
 from tests.receptor_lento import ReceptorLento
 
@@ -137,3 +140,46 @@ def test_a_vaga_liberada_vai_primeiro_a_entrega_de_outro_tenant(
     assert em_voo() == [do_outro]
     assert entrega.entregar(entrega_id=do_outro.pk) == EstadoEntrega.ENTREGUE
     assert em_voo() == [do_primeiro[1]]
+
+
+@pytest.mark.parametrize(
+    "ambiente",
+    [
+        {"RELATORIOS_WORKERS": "2", "RELATORIOS_MAX_ENTREGAS_EM_VOO": "2"},
+        {"RELATORIOS_WORKERS": "4", "RELATORIOS_MAX_ENTREGAS_EM_VOO": "0"},
+        # The default follows the workers: 3 is one too many for 3 workers.
+        {"RELATORIOS_WORKERS": "3", "RELATORIOS_MAX_ENTREGAS_EM_VOO": "3"},
+    ],
+)
+def test_limite_de_entregas_em_voo_que_toma_todos_os_workers_nao_sobe(
+    ambiente: dict[str, str],
+) -> None:
+    resultado = subprocess.run(
+        [sys.executable, "-c", "import config.settings"],
+        cwd=processos.RAIZ,
+        env={**os.environ, **ambiente},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert resultado.returncode != 0
+    assert "RELATORIOS_MAX_ENTREGAS_EM_VOO=" in resultado.stderr
+    assert "below RELATORIOS_WORKERS" in resultado.stderr
+
+
+def test_o_limite_padrao_deixa_um_worker_aos_relatorios() -> None:
+    resultado = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import config.settings as s; print(s.RELATORIOS_MAX_ENTREGAS_EM_VOO)",
+        ],
+        cwd=processos.RAIZ,
+        env={**os.environ, "RELATORIOS_WORKERS": "5"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+    assert resultado.stdout.strip() == "4", resultado.stderr
