@@ -164,7 +164,8 @@ class Entrega(models.Model):
             models.Index(fields=["criado_em"], name="relatorio_entregas_criado"),
             # A tenant's deliveries in flight (with a queue message) and those
             # waiting for one of its slots (notificacoes.vagas): counted and
-            # picked per tenant on every dispatch.
+            # picked per tenant on every dispatch (the in-flight one also
+            # counted whole, for the bound across tenants).
             models.Index(
                 fields=["tenant"],
                 name="relatorio_entregas_em_voo",
