@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         conexoes=args.connections,
         n_tenants=args.tenants or (20 if args.quick else 200),
         cenarios_b1=[c.strip().lower() for c in args.b1.split(",") if c.strip()],
+        partes_b8=[c.strip().lower() for c in args.b8.split(",") if c.strip()],
         perfil=args.profile,
         par=not args.no_peer,
         servidores=[x.strip() for x in args.servers.split(",") if x.strip()],
@@ -160,6 +161,11 @@ def _argumentos(argv: list[str] | None) -> argparse.Namespace:
         help="smoke test: short runs and small data (figures not comparable)",
     )
     p.add_argument("--b1", default="s1,s2,s3,s4", help="B1 scenarios, e.g. s1,s3")
+    p.add_argument(
+        "--b8",
+        default="leque,lento,downloads",
+        help="B8 parts, e.g. lento (the slow receivers' line alone)",
+    )
     p.add_argument("--duration", type=int, help="seconds per wrk run (default 10)")
     p.add_argument("--connections", type=int, default=32)
     p.add_argument("--tenants", type=int, help="B1 tenants (default 200)")

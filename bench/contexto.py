@@ -22,6 +22,10 @@ class Contexto:
     conexoes: int
     n_tenants: int
     cenarios_b1: list[str]
+    # B8's parts: the fan-out (leque), the slow receivers (lento), downloads.
+    partes_b8: list[str] = field(
+        default_factory=lambda: ["leque", "lento", "downloads"]
+    )
     perfil: bool = False
     par: bool = True  # B1 also measures the seed peer (bench/par.py)
     # B1's servers (bench.ambiente.iniciar_web); the first is the reference.

@@ -35,6 +35,29 @@ def problema_dos_estaticos() -> str | None:
     )
 
 
+def problema_dos_eventos() -> str | None:
+    """The events process's knobs (relatorios/eventos/central.py)."""
+    from django.conf import settings
+
+    revisao = settings.RELATORIOS_EVENTOS_REVISAO_S
+    if not 0 < revisao <= 5:
+        return (
+            f"RELATORIOS_EVENTOS_REVISAO_S={revisao:g}: must be > 0 and <= 5 "
+            "(a revoked credential's open streams end within it; docs/api.md "
+            "promises 5 s)"
+        )
+    vida = settings.RELATORIOS_EVENTOS_VIDA_MAX_S
+    if vida <= 0:
+        return f"RELATORIOS_EVENTOS_VIDA_MAX_S={vida:g}: must be > 0"
+    por_tenant = settings.RELATORIOS_EVENTOS_MAX_POR_TENANT
+    if por_tenant <= 0:
+        return f"RELATORIOS_EVENTOS_MAX_POR_TENANT={por_tenant}: must be > 0"
+    espera = settings.RELATORIOS_EVENTOS_ESPERA_BANCO_S
+    if espera <= 0:
+        return f"RELATORIOS_EVENTOS_ESPERA_BANCO_S={espera:g}: must be > 0"
+    return None
+
+
 def problemas_do_web() -> list[str]:
     return [p for p in (problema_da_chave(), problema_dos_estaticos()) if p]
 

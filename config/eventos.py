@@ -11,7 +11,8 @@ serves everything else; a proxy routes the two stream paths here
 
 Settings (environment): EVENTOS_BIND (127.0.0.1:8001), EVENTOS_WORKERS (1),
 EVENTOS_GRACEFUL_TIMEOUT_S (10: what a worker waits for its streams to end
-after they were told to, on SIGTERM).
+after they were told to, on SIGTERM), EVENTOS_CABECALHO_S (10: a connection
+that has not sent its request's headers by then, a byte or none, is closed).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from granian import Granian
-from granian.constants import Interfaces
+from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings
 
 from config.logs import configuracao as configuracao_de_logs
 
@@ -47,17 +49,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     from django.conf import settings
 
     django.setup(set_prefix=False)
-    from config.arranque import problema_da_chave
+    from config.arranque import problema_da_chave, problema_dos_eventos
 
-    problema = problema_da_chave()
+    problema = problema_da_chave() or problema_dos_eventos()
     if problema:
         logger.error("refusing to start: %s", problema)
+        return 1
+    cabecalho_ms = int(float(os.environ.get("EVENTOS_CABECALHO_S") or 10) * 1000)
+    if cabecalho_ms <= 0:
+        logger.error("refusing to start: EVENTOS_CABECALHO_S must be > 0")
         return 1
     servidor = Granian(
         ALVO,
         address=host.strip("[]") or "127.0.0.1",
         port=int(porta),
         interface=Interfaces.ASGI,
+        # HTTP/1.1 only (the proxy speaks it to us; EventSource needs no
+        # more): in "auto", granian waits for a connection's first bytes to
+        # tell the protocol, with no deadline, so a connection that never
+        # sent one was never closed. The header deadline then covers it.
+        http=HTTPModes.http1,
+        http1_settings=HTTP1Settings(header_read_timeout=cabecalho_ms),
         workers=int(os.environ.get("EVENTOS_WORKERS") or 1),
         # Every open stream is a request in progress: granian's default (its
         # listen backlog) would stop accepting at 1,024 streams.

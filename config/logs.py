@@ -32,10 +32,14 @@ def caminho_para_o_log(caminho: str) -> str:
 class SemTokenDeDownload(logging.Filter):
     """The lines other code writes with a request's path, and the request it
     attaches: Django's `Not Found: /baixar/...`, `Method Not Allowed (HEAD):
-    ...` (a mail scanner checking a link), CSRF's `Forbidden (...): ...`.
+    ...` (a mail scanner checking a link), CSRF's `Forbidden (...): ...`;
+    and every `extra=` field (a middleware's `caminho`), whatever its name.
     Our own lines (config/vigia.py) never carry the token in the first place."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        for nome, valor in list(vars(record).items()):
+            if isinstance(valor, str) and PREFIXO_DE_DOWNLOAD in valor:
+                setattr(record, nome, caminho_para_o_log(valor))
         if isinstance(record.msg, str) and PREFIXO_DE_DOWNLOAD in record.msg:
             record.msg = caminho_para_o_log(record.msg)
         argumentos = record.args

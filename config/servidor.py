@@ -38,7 +38,8 @@ from importlib import import_module
 from pathlib import Path
 
 from granian import Granian
-from granian.constants import Interfaces
+from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings
 
 from config import metricas_dir, vigia
 from config.logs import acesso_ligado
@@ -100,6 +101,9 @@ class Configuracao:
     rss_mb: int | None
     intervalo_s: float
     acesso: bool
+    # A connection that has not sent its request's headers by then (a byte
+    # or none) is closed.
+    cabecalho_s: float = 10.0
 
     @classmethod
     def do_ambiente(cls) -> Configuracao:
@@ -119,6 +123,9 @@ class Configuracao:
                 " (granian's minimum)"
             )
         rss_mb = int(_env("WEB_WORKER_MAX_RSS_MB", padrao="0"))
+        cabecalho_s = float(_env("WEB_CABECALHO_S", padrao="10"))
+        if cabecalho_s <= 0:
+            raise ValueError("WEB_CABECALHO_S must be > 0")
         return cls(
             host=host.strip("[]") or "127.0.0.1",
             porta=int(porta),
@@ -132,6 +139,7 @@ class Configuracao:
                 _env("WEB_RESPAWN_INTERVAL_S", padrao=str(INTERVALO_PADRAO_S))
             ),
             acesso=acesso_ligado(),
+            cabecalho_s=cabecalho_s,
         )
 
 
@@ -238,6 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         address=conf.host,
         port=conf.porta,
         interface=Interfaces.WSGI,
+        # HTTP/1.1 only (what the proxy speaks to us): in "auto", granian
+        # waits for a connection's first bytes to tell the protocol, with no
+        # deadline, so one that never sent a byte was held for good. The
+        # header deadline then covers it.
+        http=HTTPModes.http1,
+        http1_settings=HTTP1Settings(header_read_timeout=int(conf.cabecalho_s * 1000)),
         workers=conf.workers,
         blocking_threads=conf.threads,
         log_dictconfig=logs,

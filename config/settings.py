@@ -607,6 +607,22 @@ RELATORIOS_EVENTOS_MAX_POR_TOKEN = env_int("RELATORIOS_EVENTOS_MAX_POR_TOKEN", 2
 RELATORIOS_EVENTOS_MAX_POR_PROCESSO = env_int(
     "RELATORIOS_EVENTOS_MAX_POR_PROCESSO", 10_000
 )
+# A tenant's share of those: its many users cannot take the whole process.
+RELATORIOS_EVENTOS_MAX_POR_TENANT = env_int("RELATORIOS_EVENTOS_MAX_POR_TENANT", 1000)
+# An open stream's credential (token or session, the user active, in its
+# tenant, its password unchanged) is checked again this often: a revoked one
+# ends within it (docs/api.md promises 5 s: at most 5). And a stream ends
+# after this long anyway; EventSource reconnects and authenticates again.
+RELATORIOS_EVENTOS_REVISAO_S = env_float("RELATORIOS_EVENTOS_REVISAO_S", 2.0)
+RELATORIOS_EVENTOS_VIDA_MAX_S = env_float("RELATORIOS_EVENTOS_VIDA_MAX_S", 3600.0)
+# The events process waits this long for any one database read (a stream's
+# authentication and first frames, its reader's reads): past it, a stream
+# being opened gets 503 with Retry-After, and the reader connects again.
+RELATORIOS_EVENTOS_ESPERA_BANCO_S = env_float("RELATORIOS_EVENTOS_ESPERA_BANCO_S", 5.0)
+
+# The operations dashboard (/admin/painel/) is reused this long per web
+# process, and built by one request at a time there; 0: built on every open.
+RELATORIOS_PAINEL_CACHE_S = env_float("RELATORIOS_PAINEL_CACHE_S", 10.0)
 
 # The chunks a running job has finished, combined, in its status
 # (`resultado_parcial`) and on its page as they complete (docs/api.md). Off:
@@ -659,7 +675,9 @@ RELATORIOS_METRICAS_SQL = env_bool("RELATORIOS_METRICAS_SQL", False)
 # Absolute base of links in notifications (status URL, job page), e.g.
 # https://relatorios.example.com; empty: paths only.
 RELATORIOS_URL_BASE = env_str("RELATORIOS_URL_BASE", "").rstrip("/")
-# Connect and read timeout of one webhook POST (each, in seconds).
+# Timeout of each socket operation of one webhook or chat POST (connect,
+# each read), in seconds; the whole POST ends within twice this
+# (notificacoes/canais/http.py).
 RELATORIOS_WEBHOOK_TIMEOUT_S = env_float("RELATORIOS_WEBHOOK_TIMEOUT_S", 5.0)
 # Development and tests only: also accept http:// URLs and loopback addresses
 # (127.0.0.1, localhost). Off, webhooks must be https:// to public addresses.
@@ -697,6 +715,18 @@ RELATORIOS_DOWNLOAD_JANELA_S = env_int("RELATORIOS_DOWNLOAD_JANELA_S", 60)
 # and at most this many emails in any 24 hours (support's own addresses
 # aside); past it, an email delivery is `falhou` with the reason.
 RELATORIOS_MAX_ENTREGAS_POR_TENANT = env_int("RELATORIOS_MAX_ENTREGAS_POR_TENANT", 1)
+# Deliveries in flight across all tenants (notificacoes/vagas.py): kept below
+# a cluster's workers, so a slow receiver (or several tenants' at once) never
+# holds every worker and a report always finds one free.
+RELATORIOS_MAX_ENTREGAS_EM_VOO = env_int(
+    "RELATORIOS_MAX_ENTREGAS_EM_VOO", max(1, RELATORIOS_WORKERS - 1)
+)
+if not 1 <= RELATORIOS_MAX_ENTREGAS_EM_VOO <= max(1, RELATORIOS_WORKERS - 1):
+    raise ImproperlyConfigured(
+        f"RELATORIOS_MAX_ENTREGAS_EM_VOO={RELATORIOS_MAX_ENTREGAS_EM_VOO}: must be "
+        f">= 1 and below RELATORIOS_WORKERS={RELATORIOS_WORKERS} (deliveries "
+        "must leave a worker for the reports; 1 with a single worker)"
+    )
 RELATORIOS_MAX_EMAILS_POR_TENANT_DIA = env_int(
     "RELATORIOS_MAX_EMAILS_POR_TENANT_DIA", 2000
 )

@@ -23,8 +23,9 @@ from django.urls import URLPattern, URLResolver, path
 # Fields no admin query may filter, search or order on, on any model and
 # through any relation: a filter on a secret is an oracle (a right prefix
 # lists the row, a wrong one does not), so a viewer could read it back one
-# character at a time. Webhook.segredo, DRF's Token.key, the user's password.
-CAMPOS_SECRETOS = frozenset({"segredo", "key", "password"})
+# character at a time. Webhook.segredo, DRF's Token.key, the user's password,
+# and Webhook.url (a chat's incoming webhook URL is its credential).
+CAMPOS_SECRETOS = frozenset({"segredo", "key", "password", "url"})
 
 
 class RelatoriosConfig(AppConfig):

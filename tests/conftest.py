@@ -13,6 +13,7 @@ from django.core.management import call_command
 from django.test import override_settings
 from django_q.conf import Conf
 
+from relatorios.admin import painel
 from relatorios.api import autenticacao
 from relatorios.models import Tenant
 from tests import helpers, processos
@@ -70,6 +71,14 @@ def _cache_de_tokens_vazio() -> Iterator[None]:
     autenticacao.esquecer_tudo()
     yield
     autenticacao.esquecer_tudo()
+
+
+@pytest.fixture(autouse=True)
+def _painel_novo() -> Iterator[None]:
+    # A dashboard one test built must not be another's (it is reused).
+    painel.esquecer()
+    yield
+    painel.esquecer()
 
 
 @pytest.fixture

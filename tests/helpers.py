@@ -139,7 +139,7 @@ def esperar(
 def entregar_em_voo(max_rodadas: int = 100) -> list[str | None]:
     """Send what the tenants' delivery slots dispatched, as the cluster
     would, until nothing dispatched is left; each send frees its slot for the
-    next delivery of its tenant. Returns each send's outcome."""
+    next waiting delivery (another tenant's first). Returns each send's outcome."""
     from django.db.models.functions import Now
 
     from relatorios.models import Entrega, EstadoEntrega

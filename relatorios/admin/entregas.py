@@ -162,7 +162,7 @@ class EntregaAdmin(SomenteLeitura, admin.ModelAdmin):
     @admin.display(description="destino")
     def destino(self, entrega: Entrega) -> str:
         if entrega.webhook is not None:
-            return entrega.webhook.url
+            return webhooks.url_visivel(entrega.webhook)
         if entrega.destinatarios:
             return ", ".join(entrega.destinatarios)
         return "(webhook removido)"

@@ -81,6 +81,8 @@ _HORIZONTE_DOS_PROXIMOS = timedelta(days=10 * 366)
 _JANELA_DO_INTERVALO = timedelta(days=4 * 366)
 
 _CONTROLE = re.compile(r"[\x00-\x1f\x7f]")
+# A field's R or H standing alone (not a month's or weekday's name's letter).
+_ALEATORIO = re.compile(r"(?<![a-z])[rh](?![a-z])", re.IGNORECASE)
 
 
 def validar_cron(expressao: Any) -> str:
@@ -100,6 +102,14 @@ def validar_cron(expressao: Any) -> str:
     if not expressao.startswith("@") and campos not in permitidos:
         raise ErroDeParametro(
             "cron", "a expressão cron deve ter cinco campos (min hora dia mês semana)"
+        )
+    if _ALEATORIO.search(expressao):
+        # croniter's R (random) and H (hashed, random without an id) pick a
+        # new time at each parse: the schedule would never fire when due, the
+        # checker would alert that it did not, and the interval's minimum
+        # could not be checked.
+        raise ErroDeParametro(
+            "cron", "campo aleatório (R ou H) não é permitido: informe valores fixos"
         )
     if not croniter.is_valid(expressao):
         raise ErroDeParametro("cron", f"expressão cron inválida: {expressao}")

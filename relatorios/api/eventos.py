@@ -16,7 +16,8 @@ token check, `TokenComCache`), else the pages' session. Everything that can
 refuse a stream (401, 403, 400 for a bad Last-Event-ID, 404 for another
 tenant's job, 429 past the caps, 503 while a new process cannot reach the
 database) is answered before the stream opens, as JSON `{"erro": ...}`, like
-any API error. docs/api.md has the protocol.
+any API error. What authenticated a stream is kept with it and checked
+again while it is open (eventos/credenciais.py). docs/api.md has the protocol.
 
 Positions: a stream reads the table up to its process's `posicao()` (read
 as it registers, with no `await` between) and takes the rest from its queue,
@@ -35,9 +36,8 @@ from datetime import datetime
 from importlib import import_module
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib.auth import aget_user
+from django.contrib.auth import get_user
 from django.http import (
     Http404,
     HttpRequest,
@@ -50,10 +50,11 @@ from django.views.decorators.http import require_GET
 from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
 
+from relatorios.api import limites
 from relatorios.api.autenticacao import TokenComCache
 from relatorios.api.jobs import local_do_job, representar
 from relatorios.api.permissoes import UsuarioDeTenant
-from relatorios.eventos import leitura
+from relatorios.eventos import leitura, no_banco
 from relatorios.eventos.central import (
     BATIMENTO,
     ENCERRAR,
@@ -63,7 +64,9 @@ from relatorios.eventos.central import (
     Lotado,
     central,
 )
+from relatorios.eventos.credenciais import Credencial, digest_da_senha
 from relatorios.eventos.leitura import Aviso
+from relatorios.eventos.no_banco import SemBanco
 from relatorios.jobs import consultas, parcial
 from relatorios.models import EstadoDoJob
 from relatorios.models.jobs import TERMINAIS
@@ -102,18 +105,26 @@ class Recusa(Exception):
 @require_GET
 async def eventos_do_job(request: HttpRequest, job_id: int) -> HttpResponseBase:
     try:
-        usuario = await _usuario(request)
+        usuario, credencial = await _usuario(request)
+        await _contar(usuario)
         apos = _ultimo_id(request)
-        assinatura, ate = await _assinar(usuario, job_id=job_id)
+        assinatura, ate = await _assinar(usuario, credencial, job_id=job_id)
     except Recusa as recusa:
         return recusa.resposta()
     try:
-        inicio = await sync_to_async(_inicio_do_job)(
-            tenant_id=assinatura.tenant_id, job_id=job_id, apos=apos, ate=ate
+        inicio = await no_banco.ler(
+            _inicio_do_job,
+            tenant_id=assinatura.tenant_id,
+            job_id=job_id,
+            apos=apos,
+            ate=ate,
         )
     except Http404:
         central().cancelar(assinatura)
         return Recusa(404, "não encontrado").resposta()
+    except SemBanco as erro:
+        central().cancelar(assinatura)
+        return _sem_banco(erro).resposta()
     except BaseException:
         central().cancelar(assinatura)
         raise
@@ -130,14 +141,15 @@ async def eventos_do_job(request: HttpRequest, job_id: int) -> HttpResponseBase:
 @require_GET
 async def eventos_do_tenant(request: HttpRequest) -> HttpResponseBase:
     try:
-        usuario = await _usuario(request)
+        usuario, credencial = await _usuario(request)
+        await _contar(usuario)
         apos = _ultimo_id(request)
-        assinatura, ate = await _assinar(usuario, job_id=None)
+        assinatura, ate = await _assinar(usuario, credencial, job_id=None)
     except Recusa as recusa:
         return recusa.resposta()
     try:
-        retomada = await sync_to_async(leitura.retomar)(
-            tenant_id=assinatura.tenant_id, apos=apos, ate=ate
+        retomada = await no_banco.ler(
+            leitura.retomar, tenant_id=assinatura.tenant_id, apos=apos, ate=ate
         )
         quadros = []
         if apos is not None and not retomada.conhecido:
@@ -145,6 +157,9 @@ async def eventos_do_tenant(request: HttpRequest) -> HttpResponseBase:
         for aviso in retomada.eventos:
             quadro, _ = await _quadro_do_tenant(aviso)
             quadros.append(quadro)
+    except SemBanco as erro:
+        central().cancelar(assinatura)
+        return _sem_banco(erro).resposta()
     except BaseException:
         central().cancelar(assinatura)
         raise
@@ -182,16 +197,30 @@ def erro_do_servidor(request: HttpRequest) -> JsonResponse:
 # --- before the stream --------------------------------------------------------------
 
 
-async def _usuario(request: HttpRequest) -> Any:
-    """The API's token, else the pages' session; a user of a tenant."""
+async def _usuario(request: HttpRequest) -> tuple[Any, Credencial]:
+    """The API's token, else the pages' session; a user of a tenant, and
+    what to check again while its stream is open."""
     try:
         # DRF's authenticate reads only request.META, which a Django request has.
-        par = await sync_to_async(TokenComCache().authenticate)(request)  # type: ignore[arg-type]
+        par = await no_banco.ler(TokenComCache().authenticate, request)
     except exceptions.AuthenticationFailed:
         raise Recusa(
             401, "token inválido ou usuário inativo", **{"WWW-Authenticate": "Token"}
         ) from None
-    usuario = par[0] if par is not None else await _usuario_da_sessao(request)
+    except SemBanco as erro:
+        raise _sem_banco(erro) from None
+    if par is not None:
+        usuario, credencial = par[0], Credencial(token=par[1], sessao=None, senha=None)
+    else:
+        try:
+            usuario = await no_banco.ler(_usuario_da_sessao, request)
+        except SemBanco as erro:
+            raise _sem_banco(erro) from None
+        credencial = Credencial(
+            token=None,
+            sessao=request.session.session_key,
+            senha=digest_da_senha(getattr(usuario, "password", "") or ""),
+        )
     if not usuario.is_authenticated:
         raise Recusa(
             401,
@@ -200,24 +229,43 @@ async def _usuario(request: HttpRequest) -> Any:
         )
     if getattr(usuario, "tenant_id", None) is None:
         raise Recusa(403, UsuarioDeTenant.message)
-    return usuario
+    return usuario, credencial
 
 
-async def _usuario_da_sessao(request: HttpRequest) -> Any:
+async def _contar(usuario: Any) -> None:
+    """A stream's open is one of its user's API requests (the API's limit)."""
+    try:
+        await no_banco.ler(limites.contar_para, usuario.pk)
+    except limites.LimiteExcedido as excedido:
+        raise Recusa(
+            429, str(excedido.detail), **{"Retry-After": str(excedido.wait)}
+        ) from None
+    except SemBanco as erro:
+        raise _sem_banco(erro) from None
+
+
+def _sem_banco(erro: SemBanco) -> Recusa:
+    return Recusa(
+        503, str(erro), **{"Retry-After": str(int(settings.RELATORIOS_EVENTOS_RETRY_S))}
+    )
+
+
+def _usuario_da_sessao(request: HttpRequest) -> Any:
     """The pages' logged-in user, read as Django's session and authentication
     middleware would (the events process runs none: config/settings_eventos.py)."""
     motor = import_module(settings.SESSION_ENGINE)
     request.session = motor.SessionStore(
         request.COOKIES.get(settings.SESSION_COOKIE_NAME)
     )
-    return await aget_user(request)
+    return get_user(request)
 
 
 def _ultimo_id(request: HttpRequest) -> int | None:
     bruto = request.META.get(CABECALHO_DO_ULTIMO, "").strip()
     if not bruto:
         return None
-    if not bruto.isdigit() or len(bruto) > 19:
+    # ASCII digits only: "²" is a digit to str.isdigit, not to int().
+    if not (bruto.isascii() and bruto.isdigit()) or len(bruto) > 19:
         raise Recusa(
             400,
             "Last-Event-ID deve ser o id de um evento recebido (um inteiro)",
@@ -226,13 +274,18 @@ def _ultimo_id(request: HttpRequest) -> int | None:
     return int(bruto)
 
 
-async def _assinar(usuario: Any, *, job_id: int | None) -> tuple[Assinatura, int]:
+async def _assinar(
+    usuario: Any, credencial: Credencial, *, job_id: int | None
+) -> tuple[Assinatura, int]:
     """The stream's registration and its process's position then."""
     fanout = central()
     try:
         await fanout.pronta()
         assinatura = fanout.assinar(
-            tenant_id=int(usuario.tenant_id), usuario_id=usuario.pk, job_id=job_id
+            tenant_id=int(usuario.tenant_id),
+            usuario_id=usuario.pk,
+            job_id=job_id,
+            credencial=credencial,
         )
         return assinatura, fanout.posicao()
     except Indisponivel as indisponivel:
@@ -335,33 +388,54 @@ async def _fluxo(
     formatar: Callable[[Aviso], Awaitable[tuple[bytes, bool]]],
 ) -> AsyncIterator[bytes]:
     """Waits on the stream's queue; ends after a job's final state, at the
-    process's shutdown, or when the client leaves (Django cancels it)."""
+    process's shutdown, at its maximum life, when its credential is revoked
+    (nothing more is sent then), or when the client leaves (Django cancels
+    it)."""
     try:
         yield abertura
         if fim:
             return
-        while True:
-            item = await assinatura.proximo()
-            if item is BATIMENTO:
-                yield BATIDA
-            elif item is ENCERRAR:
-                return
-            elif item is RESSINCRONIZAR:
-                async for quadro, lido, terminou in _recuperar(
-                    assinatura, posicao, formatar
-                ):
-                    posicao = lido
-                    yield quadro
-                    if terminou:
-                        return
-            elif item.id > posicao:
-                quadro, terminou = await formatar(item)
-                posicao = item.id
+        async for quadro in _seguir(assinatura, posicao, formatar):
+            yield quadro
+    except SemBanco:
+        # A catch-up or a result the database did not give in time: the
+        # stream ends, and the client resumes from its last id.
+        return
+    finally:
+        central().cancelar(assinatura)
+
+
+async def _seguir(
+    assinatura: Assinatura,
+    posicao: int,
+    formatar: Callable[[Aviso], Awaitable[tuple[bytes, bool]]],
+) -> AsyncIterator[bytes]:
+    """The stream's frames after its opening, until it ends."""
+    while True:
+        item = await assinatura.proximo()
+        if item is BATIMENTO:
+            yield BATIDA
+        elif item is ENCERRAR:
+            return
+        elif item is RESSINCRONIZAR:
+            async for quadro, lido, terminou in _recuperar(
+                assinatura, posicao, formatar
+            ):
+                if assinatura.revogada:
+                    return
+                posicao = lido
                 yield quadro
                 if terminou:
                     return
-    finally:
-        central().cancelar(assinatura)
+        elif item.id > posicao:
+            quadro, terminou = await formatar(item)
+            # Revoked while it was formatted (a `pronto`'s result read).
+            if assinatura.revogada:
+                return
+            posicao = item.id
+            yield quadro
+            if terminou:
+                return
 
 
 async def _recuperar(
@@ -374,7 +448,8 @@ async def _recuperar(
     while True:
         assinatura.retomada()
         ate = central().posicao()
-        avisos = await sync_to_async(leitura.eventos_apos)(
+        avisos = await no_banco.ler(
+            leitura.eventos_apos,
             tenant_id=assinatura.tenant_id,
             apos=posicao,
             ate=ate,
@@ -425,8 +500,10 @@ async def _quadro_do_job(aviso: Aviso) -> tuple[bytes, bool]:
         dados = aviso.dados
         atual = None
         if dados.get("status") == EstadoDoJob.PRONTO or _com_parcial(dados):
-            atual = await sync_to_async(consultas.estado_do_job)(
-                tenant_id=aviso.tenant_id, job_id=int(dados["id"])
+            atual = await no_banco.ler(
+                consultas.estado_do_job,
+                tenant_id=aviso.tenant_id,
+                job_id=int(dados["id"]),
             )
         quadro = _quadro_de_estado(aviso.id, _estado(dados, atual))
         return quadro, dados.get("status") in TERMINAIS

@@ -125,6 +125,19 @@ def _contagem_nova(request: Request) -> Contagem | None:
     )
 
 
+def contar_para(usuario_id: int) -> None:
+    """Count one request of `usuario_id` outside DRF (an event stream's
+    open: relatorios/api/eventos.py); LimiteExcedido past the limit."""
+    limite = settings.RELATORIOS_API_LIMITE
+    if limite <= 0:
+        return
+    Contagem(
+        usuario_id=usuario_id,
+        limite=limite,
+        janela_s=max(1, int(settings.RELATORIOS_API_JANELA_S)),
+    ).contar()
+
+
 class LimitePorToken(BaseThrottle):
     """RELATORIOS_API_LIMITE requests per RELATORIOS_API_JANELA_S per user."""
 

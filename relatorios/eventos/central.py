@@ -22,9 +22,20 @@ keepalives catch a peer that vanished mid-read.
 
 Heartbeats: every RELATORIOS_EVENTOS_BATIMENTO_S each stream gets one.
 
-Caps: at most RELATORIOS_EVENTOS_MAX_POR_PROCESSO streams in the process
-and RELATORIOS_EVENTOS_MAX_POR_TOKEN per user (a token is one user); past
-either, `Lotado` (the view answers 429).
+Credentials are checked again while a stream is open, not only when it
+opens: every RELATORIOS_EVENTOS_REVISAO_S the reader runs one statement for
+all of the process's open streams (`credenciais.validas`: the user active,
+in the same tenant, its password unchanged, the token or the session still
+there) and ends the ones that fail it (`revogar`: nothing more is sent, not
+even what is already queued). A stream also ends after
+RELATORIOS_EVENTOS_VIDA_MAX_S, whatever happens (EventSource reconnects,
+authenticates again and resumes from its Last-Event-ID).
+
+Caps: at most RELATORIOS_EVENTOS_MAX_POR_PROCESSO streams in the process,
+RELATORIOS_EVENTOS_MAX_POR_TENANT of them per tenant (its share: one
+tenant's many users cannot take the whole process) and
+RELATORIOS_EVENTOS_MAX_POR_TOKEN per user (a token is one user); past any,
+`Lotado` (the view answers 429).
 """
 
 from __future__ import annotations
@@ -40,7 +51,8 @@ import psycopg
 from django.conf import settings
 from django.db import connections
 
-from relatorios.eventos import leitura
+from relatorios.eventos import credenciais, leitura
+from relatorios.eventos.credenciais import Credencial
 from relatorios.eventos.leitura import Aviso
 from relatorios.eventos.ordem import Ordem
 
@@ -85,18 +97,33 @@ class Assinatura:
 
     __slots__ = (
         "__weakref__",
+        "aberta_em",
         "atrasada",
+        "credencial",
         "encerrada",
         "espera",
         "itens",
         "job_id",
+        "revogada",
         "tenant_id",
         "usuario_id",
     )
 
-    def __init__(self, *, tenant_id: int, usuario_id: int, job_id: int | None) -> None:
+    def __init__(
+        self,
+        *,
+        tenant_id: int,
+        usuario_id: int,
+        job_id: int | None,
+        credencial: Credencial | None = None,
+    ) -> None:
         self.tenant_id = tenant_id
         self.usuario_id = usuario_id
+        # What authenticated it, checked again while it is open.
+        self.credencial = credencial
+        self.aberta_em = time.monotonic()
+        # Its credential no longer holds: it sends nothing more.
+        self.revogada = False
         # None: every event of the tenant; else the job's only.
         self.job_id = job_id
         self.itens: list[Any] = []
@@ -136,6 +163,12 @@ class Assinatura:
         """The stream is reading its catch-up: queue again."""
         self.atrasada = False
 
+    def revogar(self) -> None:
+        """Its credential no longer holds: drop what waits, end it now."""
+        self.revogada = True
+        self.itens.clear()
+        self.por(ENCERRAR)
+
 
 class Central:
     """The fan-out of one process. Created and started in its event loop."""
@@ -144,6 +177,7 @@ class Central:
         self.por_job: dict[int, set[Assinatura]] = defaultdict(set)
         self.por_tenant: dict[int, set[Assinatura]] = defaultdict(set)
         self.por_usuario: dict[int, int] = defaultdict(int)
+        self.abertas_do_tenant: dict[int, int] = defaultdict(int)
         self.abertas = 0
         self.conexoes = 0
         # None until the first connection read where the events stand.
@@ -155,7 +189,12 @@ class Central:
     # --- streams ------------------------------------------------------------
 
     def assinar(
-        self, *, tenant_id: int, usuario_id: int, job_id: int | None
+        self,
+        *,
+        tenant_id: int,
+        usuario_id: int,
+        job_id: int | None,
+        credencial: Credencial | None = None,
     ) -> Assinatura:
         """Register a stream, within the caps (`Lotado` past them); its
         queue gets every event after `posicao()` (read it right away)."""
@@ -164,19 +203,29 @@ class Central:
         maximo = settings.RELATORIOS_EVENTOS_MAX_POR_PROCESSO
         if self.abertas >= maximo:
             raise Lotado(f"o servidor de eventos está no limite de {maximo} conexões")
+        por_tenant = settings.RELATORIOS_EVENTOS_MAX_POR_TENANT
+        if self.abertas_do_tenant.get(tenant_id, 0) >= por_tenant:
+            raise Lotado(
+                f"limite de {por_tenant} conexões de eventos abertas por empresa"
+                " atingido"
+            )
         por_token = settings.RELATORIOS_EVENTOS_MAX_POR_TOKEN
         if self.por_usuario[usuario_id] >= por_token:
             raise Lotado(
                 f"limite de {por_token} conexões de eventos abertas por token atingido"
             )
         assinatura = Assinatura(
-            tenant_id=tenant_id, usuario_id=usuario_id, job_id=job_id
+            tenant_id=tenant_id,
+            usuario_id=usuario_id,
+            job_id=job_id,
+            credencial=credencial,
         )
         if job_id is None:
             self.por_tenant[tenant_id].add(assinatura)
         else:
             self.por_job[job_id].add(assinatura)
         self.por_usuario[usuario_id] += 1
+        self.abertas_do_tenant[tenant_id] += 1
         self.abertas += 1
         return assinatura
 
@@ -198,6 +247,9 @@ class Central:
         self.por_usuario[assinatura.usuario_id] -= 1
         if self.por_usuario[assinatura.usuario_id] <= 0:
             del self.por_usuario[assinatura.usuario_id]
+        self.abertas_do_tenant[assinatura.tenant_id] -= 1
+        if self.abertas_do_tenant[assinatura.tenant_id] <= 0:
+            del self.abertas_do_tenant[assinatura.tenant_id]
         self.abertas -= 1
 
     def _todas(self) -> list[Assinatura]:
@@ -286,41 +338,108 @@ class Central:
                 await asyncio.sleep(espera)
                 espera = min(espera * 2, 10.0)
 
+    async def revisar(self, conexao: psycopg.AsyncConnection[Any]) -> int:
+        """End the streams past their maximum life, and those whose
+        credential no longer holds (one statement for all); returns how
+        many were revoked."""
+        agora = time.monotonic()
+        vida = settings.RELATORIOS_EVENTOS_VIDA_MAX_S
+        abertas: list[Assinatura] = []
+        for assinatura in self._todas():
+            if agora - assinatura.aberta_em >= vida:
+                assinatura.por(ENCERRAR)
+            elif assinatura.credencial is not None and not assinatura.revogada:
+                abertas.append(assinatura)
+        if not abertas:
+            return 0
+        chaves = {(a.usuario_id, a.tenant_id, a.credencial) for a in abertas}
+        prazo = settings.RELATORIOS_EVENTOS_ESPERA_BANCO_S
+        try:
+            validas = await asyncio.wait_for(
+                credenciais.validas(conexao, chaves),  # type: ignore[arg-type]
+                prazo,
+            )
+        except TimeoutError:
+            raise BancoMudo(f"o banco não respondeu em {prazo:g} s") from None
+        revogadas = 0
+        for assinatura in abertas:
+            chave = (assinatura.usuario_id, assinatura.tenant_id, assinatura.credencial)
+            if chave not in validas:
+                assinatura.revogar()
+                revogadas += 1
+        if revogadas:
+            logger.warning(
+                "fluxos de eventos encerrados: credencial revogada",
+                extra={"fluxos": revogadas},
+            )
+        return revogadas
+
     async def _acompanhar(
         self, conexao: psycopg.AsyncConnection[Any], ordem: Ordem
     ) -> None:
         intervalo = settings.RELATORIOS_EVENTOS_INTERVALO_S
         batimento = settings.RELATORIOS_EVENTOS_BATIMENTO_S
         proximo_batimento = time.monotonic() + batimento
+        revisao = settings.RELATORIOS_EVENTOS_REVISAO_S
+        proxima_revisao = time.monotonic() + revisao
         while True:
             # A read every `intervalo` from the start of the last one, not
             # after it: what a read and its fan-out take is not added.
             ciclo = time.monotonic()
             while True:
-                cursor = await conexao.execute(
+                linhas = await _consultar(
+                    conexao,
                     f"SELECT {leitura.COLUNAS} FROM relatorio_eventos"
                     " WHERE id > %s ORDER BY id LIMIT %s",
                     [ordem.posicao, leitura.LOTE],
                 )
-                linhas = await cursor.fetchall()
                 for aviso in ordem.avancar(leitura.avisos(linhas), time.monotonic()):
                     self.despachar(aviso)
                 # A full batch all published: more may be waiting already.
                 if len(linhas) < leitura.LOTE or ordem.posicao < linhas[-1][0]:
                     break
             if ordem.pulados:
-                cursor = await conexao.execute(
-                    "SELECT id FROM relatorio_eventos WHERE id = ANY(%s)",
-                    [list(ordem.pulados)],
-                )
-                visiveis = [linha[0] for linha in await cursor.fetchall()]
+                visiveis = [
+                    linha[0]
+                    for linha in await _consultar(
+                        conexao,
+                        "SELECT id FROM relatorio_eventos WHERE id = ANY(%s)",
+                        [list(ordem.pulados)],
+                    )
+                ]
                 ordem.tardios(visiveis, time.monotonic(), GUARDA_DOS_PULADOS_S)
             agora = time.monotonic()
+            if agora >= proxima_revisao:
+                proxima_revisao = agora + revisao
+                await self.revisar(conexao)
             if agora >= proximo_batimento:
                 proximo_batimento = agora + batimento
                 for assinatura in self._todas():
                     assinatura.entregar(BATIMENTO)
             await asyncio.sleep(max(0.0, ciclo + intervalo - time.monotonic()))
+
+
+class BancoMudo(OSError):
+    """The reader's database did not answer within RELATORIOS_EVENTOS_ESPERA_BANCO_S."""
+
+
+async def _consultar(
+    conexao: psycopg.AsyncConnection[Any], sql: str, parametros: Any
+) -> list[Any]:
+    """One read of the reader, within RELATORIOS_EVENTOS_ESPERA_BANCO_S: a
+    server that stops answering (its host still acknowledging, so no
+    keepalive notices) ends the connection, and the reader connects again
+    instead of waiting on it for good."""
+    prazo = settings.RELATORIOS_EVENTOS_ESPERA_BANCO_S
+
+    async def ler() -> list[Any]:
+        cursor = await conexao.execute(sql, parametros)
+        return await cursor.fetchall()
+
+    try:
+        return await asyncio.wait_for(ler(), prazo)
+    except TimeoutError:
+        raise BancoMudo(f"o banco não respondeu em {prazo:g} s") from None
 
 
 async def _ponto_de_partida(conexao: psycopg.AsyncConnection[Any]) -> int:
@@ -329,7 +448,8 @@ async def _ponto_de_partida(conexao: psycopg.AsyncConnection[Any]) -> int:
     now anyway: it was taken before that one's criado_em), else just before
     the oldest kept event, else the sequence's last id (an empty table: no
     event in the retention, so none in flight but by a rare coincidence)."""
-    cursor = await conexao.execute(
+    linhas = await _consultar(
+        conexao,
         """
         SELECT coalesce(
             (SELECT id FROM relatorio_eventos
@@ -341,9 +461,7 @@ async def _ponto_de_partida(conexao: psycopg.AsyncConnection[Any]) -> int:
         """,
         [settings.RELATORIOS_EVENTOS_ESPERA_LACUNA_S],
     )
-    linha = await cursor.fetchone()
-    assert linha is not None
-    return int(linha[0])
+    return int(linhas[0][0])
 
 
 def parametros_de_conexao() -> dict[str, Any]:
@@ -362,6 +480,8 @@ def parametros_de_conexao() -> dict[str, Any]:
         "keepalives_idle": 10,
         "keepalives_interval": 5,
         "keepalives_count": 3,
+        # Unacknowledged data given up after 10 s (a host that vanished).
+        "tcp_user_timeout": 10_000,
     }
     return {chave: valor for chave, valor in parametros.items() if valor is not None}
 

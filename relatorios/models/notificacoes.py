@@ -5,6 +5,8 @@ Written only by `relatorios.notificacoes`, through guarded statements.
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.db import models
 
@@ -56,7 +58,17 @@ class Webhook(models.Model):
         ordering = ["tenant", "id"]
 
     def __str__(self) -> str:
-        return self.url
+        # The admin's titles, its log entries and its forms' choices: never
+        # the whole URL (a chat's is its credential).
+        return f"{self.canal}: {url_mascarada(self.url)}"
+
+
+def url_mascarada(url: str) -> str:
+    """A URL as anyone but its creator sees it when it may be a credential
+    (a chat's incoming webhook: Slack's path, Teams' `sig=`, Google Chat's
+    `key=` and `token=`): its scheme, its host and its last 4 characters."""
+    partes = urlsplit(url)
+    return f"{partes.scheme}://{partes.hostname}/…{url[-4:]}"
 
 
 class EstadoEntrega(models.TextChoices):
@@ -161,7 +173,8 @@ class Entrega(models.Model):
             models.Index(fields=["criado_em"], name="relatorio_entregas_criado"),
             # A tenant's deliveries in flight (with a queue message) and those
             # waiting for one of its slots (notificacoes.vagas): counted and
-            # picked per tenant on every dispatch.
+            # picked per tenant on every dispatch (the in-flight one also
+            # counted whole, for the bound across tenants).
             models.Index(
                 fields=["tenant"],
                 name="relatorio_entregas_em_voo",

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import logging
 import socket
 import ssl
+import threading
+from collections.abc import Iterator
 from urllib.parse import SplitResult, urlsplit
 
 from django.conf import settings
@@ -97,29 +100,75 @@ def _publico(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, *, local: bool) 
     )
 
 
+class _Prazo:
+    """A whole exchange's deadline, not one socket operation's: at `prazo_s`
+    a watchdog shuts the connection's socket down, so a receiver that
+    answers a byte at a time (each under the per-operation timeout) still
+    ends at the deadline, whatever step it is in (the TLS handshake, the
+    request, the status line, the headers, the body)."""
+
+    def __init__(self, prazo_s: float) -> None:
+        self.prazo_s = prazo_s
+        self.esgotado = False
+        self._trava = threading.Lock()
+        self._soquete: socket.socket | None = None
+        self._vigia = threading.Timer(prazo_s, self._interromper)
+        self._vigia.daemon = True
+
+    def iniciar(self) -> None:
+        self._vigia.start()
+
+    def parar(self) -> None:
+        self._vigia.cancel()
+
+    def vigiar(self, soquete: socket.socket) -> None:
+        """The socket to shut down at the deadline (the raw one: under TLS
+        too, its handshake included); refused if the deadline already passed."""
+        with self._trava:
+            if self.esgotado:
+                soquete.close()
+                raise TimeoutError("prazo esgotado")
+            self._soquete = soquete
+
+    def _interromper(self) -> None:
+        with self._trava:
+            self.esgotado = True
+            if self._soquete is not None:
+                with contextlib.suppress(OSError):
+                    self._soquete.shutdown(socket.SHUT_RDWR)
+
+
 class _ConexaoFixada(http.client.HTTPConnection):
     """HTTP to one checked address; the Host header keeps the URL's name."""
 
-    def __init__(self, host: str, porta: int, endereco: str, timeout: float) -> None:
+    def __init__(
+        self, host: str, porta: int, endereco: str, timeout: float, prazo: _Prazo
+    ) -> None:
         super().__init__(host, porta, timeout=timeout)
         self.endereco = endereco
+        self.prazo = prazo
 
     def connect(self) -> None:
         self.sock = socket.create_connection((self.endereco, self.port), self.timeout)
+        self.prazo.vigiar(self.sock)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class _ConexaoFixadaTls(http.client.HTTPSConnection):
     """HTTPS to one checked address; SNI and the certificate check use the name."""
 
-    def __init__(self, host: str, porta: int, endereco: str, timeout: float) -> None:
+    def __init__(
+        self, host: str, porta: int, endereco: str, timeout: float, prazo: _Prazo
+    ) -> None:
         # Kept here too: HTTPSConnection keeps it only under a private name.
         self.contexto = _contexto_tls()
         super().__init__(host, porta, timeout=timeout, context=self.contexto)
         self.endereco = endereco
+        self.prazo = prazo
 
     def connect(self) -> None:
         bruto = socket.create_connection((self.endereco, self.port), self.timeout)
+        self.prazo.vigiar(bruto)
         self.sock = self.contexto.wrap_socket(bruto, server_hostname=self.host)
 
 
@@ -132,10 +181,23 @@ def _contexto_tls() -> ssl.SSLContext:
     return contexto
 
 
+@contextlib.contextmanager
 def conexao(
-    partes: SplitResult, porta: int, endereco: str, timeout: float
-) -> http.client.HTTPConnection:
+    partes: SplitResult, porta: int, endereco: str, timeout: float, prazo_s: float
+) -> Iterator[tuple[http.client.HTTPConnection, _Prazo]]:
+    """A connection to the checked address: `timeout` bounds each socket
+    operation (the connect's too), `prazo_s` the whole exchange (`_Prazo`:
+    its `esgotado` says the deadline cut it). Closed on the way out."""
     host = partes.hostname or ""
+    prazo = _Prazo(prazo_s)
+    ligacao: http.client.HTTPConnection
     if partes.scheme == "https":
-        return _ConexaoFixadaTls(host, porta, endereco, timeout)
-    return _ConexaoFixada(host, porta, endereco, timeout)
+        ligacao = _ConexaoFixadaTls(host, porta, endereco, timeout, prazo)
+    else:
+        ligacao = _ConexaoFixada(host, porta, endereco, timeout, prazo)
+    prazo.iniciar()
+    try:
+        yield ligacao, prazo
+    finally:
+        prazo.parar()
+        ligacao.close()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -12,7 +15,7 @@ from django.db.models.functions import Now
 from relatorios.banco.comum import json_do_banco
 from relatorios.fila import mensagens
 from relatorios.models import Entrega, EstadoEntrega
-from relatorios.notificacoes import canais, vagas
+from relatorios.notificacoes import canais, saida, vagas
 from relatorios.notificacoes.canais import Envio, ResultadoDoEnvio
 from relatorios.notificacoes.canais.base import trecho
 from relatorios.operacao import logs, metricas
@@ -34,8 +37,16 @@ def entregar(*, entrega_id: int) -> str | None:
     3. Record the outcome, fenced by the lease: `entregue`, or back to
        waiting until its backoff has elapsed, or `falhou` after
        RELATORIOS_ENTREGA_MAX_TENTATIVAS; and, in the same transaction, the
-       slot it frees goes to the tenant's next delivery (`vagas`).
+       slot it frees goes to another tenant's waiting delivery, or else to
+       the tenant's next one (`vagas.liberar`).
+
+    Before the claim, an earlier attempt that never recorded its outcome (its
+    sender hard-stopped, its lease run out) is recorded as failed
+    (`encerrar_abandonadas`): a receiver that holds every attempt until the
+    hard stop still ends `falhou` after the maximum, and frees its slot.
     """
+    if encerrar_abandonadas(entrega_id=entrega_id):
+        return None
     entrega = _reivindicar(entrega_id)
     if entrega is None:
         _acordar(entrega_id)
@@ -49,13 +60,23 @@ def entregar(*, entrega_id: int) -> str | None:
             desfecho = ResultadoDoEnvio(
                 ok=False, erro=trecho(f"{type(exc).__name__}: {exc}")
             )
-        estado = _registrar(entrega_id, entrega, desfecho)
-        metricas.entrega(
-            canal=entrega.canal, evento=entrega.evento, estado=estado, ok=desfecho.ok
-        )
-        return estado
+        return _registrar(entrega_id, _Posse.de(entrega), desfecho)
     finally:
         logs.restaurar_request_id(contexto)
+
+
+def varrer() -> saida.VarreduraDeEntregas:
+    """The deliveries' sweep: attempts whose sender never recorded them are
+    recorded as failed (`encerrar_abandonadas`: a backoff, or `falhou` past
+    the maximum, and their slots freed), then the outbox's (`saida.varrer`)."""
+    abandonadas = encerrar_abandonadas()
+    resultado = saida.varrer()
+    if abandonadas:
+        logger.warning(
+            "entregas: tentativas abandonadas registradas",
+            extra={"abandonadas": abandonadas},
+        )
+    return dataclasses.replace(resultado, abandonadas=abandonadas)
 
 
 def atraso_de_reentrega(numero: int) -> float:
@@ -125,8 +146,65 @@ def _reivindicar(entrega_id: int) -> Envio | None:
     )
 
 
+ABANDONADA = "tentativa interrompida: o envio não terminou dentro do prazo de {} s"
+
+
+def encerrar_abandonadas(*, entrega_id: int | None = None) -> int:
+    """Record, as a failed attempt, each attempt whose sender never recorded
+    its outcome (killed by the hard stop, or by anything else) and whose
+    lease has run out; only `entrega_id`'s, or (the sweep) all of them.
+
+    The attempt was counted at its claim: it backs off and gives its slot
+    up like any failed attempt, or, past RELATORIOS_ENTREGA_MAX_TENTATIVAS,
+    ends `falhou` with the reason. The lease outlasts the hard stop (both
+    are `vagas.prazo_de_envio_s`, the lease taken after the task started),
+    so no sender is still at work; a late one's outcome is fenced off by
+    the lease it no longer holds. Returns how many were recorded.
+    """
+    filtro = "" if entrega_id is None else "AND id = %(id)s"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            SELECT id, tenant_id, canal, evento, tentativas, em_curso_ate
+              FROM relatorio_entregas
+             WHERE estado = 'pendente' AND em_curso_ate < now() {filtro}
+             ORDER BY id LIMIT 1000
+            """,
+            {"id": entrega_id},
+        )
+        abandonadas = cursor.fetchall()
+    erro = ABANDONADA.format(vagas.prazo_de_envio_s())
+    registradas = 0
+    for id_, tenant_id, canal, evento, tentativa, em_curso_ate in abandonadas:
+        posse = _Posse(tenant_id, canal, evento, tentativa, em_curso_ate)
+        estado = _registrar(id_, posse, ResultadoDoEnvio(ok=False, erro=erro))
+        registradas += estado is not None
+    return registradas
+
+
+@dataclass(frozen=True)
+class _Posse:
+    """What fences an attempt's outcome: its number and lease."""
+
+    tenant_id: int
+    canal: str
+    evento: str
+    tentativa: int
+    em_curso_ate: datetime
+
+    @classmethod
+    def de(cls, envio: Envio) -> _Posse:
+        return cls(
+            envio.tenant_id,
+            envio.canal,
+            envio.evento,
+            envio.tentativa,
+            envio.em_curso_ate,
+        )
+
+
 def _registrar(
-    entrega_id: int, entrega: Envio, desfecho: ResultadoDoEnvio
+    entrega_id: int, entrega: _Posse, desfecho: ResultadoDoEnvio
 ) -> str | None:
     cerca: dict[str, Any] = {
         "id": entrega_id,
@@ -137,6 +215,7 @@ def _registrar(
     }
     campos = {"entrega_id": entrega_id, "tentativa": entrega.tentativa}
     with transaction.atomic(), connection.cursor() as cursor:
+        vagas.travar()  # first: the slot it frees is given in this transaction
         if desfecho.ok:
             cursor.execute(
                 """
@@ -165,9 +244,10 @@ def _registrar(
             )
             estado = "falhou" if cursor.rowcount == 1 else None
         else:
-            # Back to waiting, without a slot: the slot goes to the tenant's
-            # next delivery. A delayed wake-up at the end of the backoff
-            # dispatches it again (`_acordar`; the sweep, if it is lost).
+            # Back to waiting, without a slot: the slot goes to the next
+            # waiting delivery (`vagas.liberar`). A delayed wake-up at the end
+            # of the backoff dispatches it again (`_acordar`; the sweep, if
+            # it is lost).
             cursor.execute(
                 """
                 UPDATE relatorio_entregas
@@ -185,7 +265,7 @@ def _registrar(
             if linha is not None:
                 vagas.enfileirar(entrega_id, quando=linha[0])
         if estado is not None:
-            vagas.despachar(tenant_id=entrega.tenant_id)
+            vagas.liberar(tenant_id=entrega.tenant_id)
     if estado is None:
         # Our lease ran out and someone else took over: their outcome stands.
         logger.warning("entrega: resultado descartado (sem posse)", extra=campos)
@@ -196,4 +276,7 @@ def _registrar(
             "entrega falhou",
             extra={**campos, "estado": estado, "erro": desfecho.erro[:200]},
         )
+    metricas.entrega(
+        canal=entrega.canal, evento=entrega.evento, estado=estado, ok=desfecho.ok
+    )
     return estado

@@ -58,6 +58,8 @@ class VarreduraDeEntregas:
     inscricoes_atendidas: int
     despachadas: int
     reenfileiradas: int
+    # Attempts whose sender never recorded them (`entrega.varrer`).
+    abandonadas: int = 0
 
 
 def sql_entregas_de_jobs(*, webhooks: bool = True) -> str:
@@ -480,7 +482,7 @@ def _inserir(
     if not linhas:
         return []
     coluna, valor = referencia if referencia else ("alerta_id", None)
-    vagas.travar(tenant_id)  # the cap's count and the inserts, one at a time
+    vagas.travar()  # the cap's count and the inserts, one at a time
     cota = _cota_de_emails(tenant_id)
     valores = ", ".join(
         # Typed: a VALUES list whose webhook_id is NULL in every row would
@@ -578,6 +580,7 @@ def reenviar(*, entrega_id: int) -> bool:
     daily email cap too: support decided). False if it was already
     delivered, or a sender holds it right now."""
     with transaction.atomic(), connection.cursor() as cursor:
+        vagas.travar()  # before the row: a dispatch holds it, then waits for rows
         cursor.execute(
             """
             UPDATE relatorio_entregas
@@ -601,7 +604,8 @@ def varrer() -> VarreduraDeEntregas:
     """One pass over what nobody else will fix; safe with any number of copies.
 
     The cluster's supervisor calls it on every sweep, next to
-    `jobs.varredura.varrer()`.
+    `jobs.varredura.varrer()`, through `entrega.varrer()`, which first
+    records the attempts whose sender died as failed ones.
 
     1. Subscriptions of jobs that already ended (a request subscribed while
        the job was finishing) get their email delivery; deterministic ids

@@ -22,6 +22,7 @@ from django.shortcuts import get_object_or_404
 
 from relatorios.banco.comum import ID_MAXIMO
 from relatorios.models import Evento, Webhook, reservar_vaga
+from relatorios.models.notificacoes import url_mascarada
 from relatorios.notificacoes import canais
 from relatorios.notificacoes.destinos import DestinoRecusado, destino
 from relatorios.tipos.normalizacao import ErroDeParametro
@@ -159,8 +160,7 @@ def url_visivel(webhook: Webhook) -> str:
         secreta = True
     if not secreta:
         return webhook.url
-    partes = urlsplit(webhook.url)
-    return f"{partes.scheme}://{partes.hostname}/…{webhook.url[-4:]}"
+    return url_mascarada(webhook.url)
 
 
 def validar_eventos(eventos: Any) -> list[str]:

@@ -13,13 +13,14 @@ import pytest
 from django.apps import apps
 from django.contrib import admin
 from django.contrib.admin import helpers as admin_helpers
+from django.contrib.admin.models import LogEntry
 from django.contrib.auth.models import Group
 from django.db import models
 from django.test import Client
 from django.urls import reverse
 
 from relatorios.apps import CAMPOS_SECRETOS
-from relatorios.models import Tenant, Usuario, Webhook, permissoes
+from relatorios.models import Entrega, Tenant, Usuario, Webhook, permissoes
 from tests import helpers
 
 pytestmark = pytest.mark.django_db
@@ -301,3 +302,119 @@ def test_recusa_e_texto_puro_sem_o_html_da_consulta(
     resposta = raiz.get(f"/admin/relatorios/tenant/?{consulta}")
     assert resposta.status_code == 400
     assert resposta["Content-Type"] == "text/plain; charset=utf-8"
+
+
+# --- A chat channel's URL is its secret ------------------------------------------
+
+URLS_DE_CHAT = {
+    "slack": (
+        "https://hooks.slack.com/services/T0AAAAAAA/B0BBBBBBB/Xq7pLm2VzR9tKw4Y",
+        "Xq7pLm2VzR9t",
+    ),
+    "teams": (
+        "https://rede.webhook.office.com/webhookb2/abc/IncomingWebhook/def"
+        "?api-version=1&sig=Hf83kLqP0zXw7Vb2Nc5Tr1Ys",
+        "Hf83kLqP0zXw7Vb2",
+    ),
+    "google_chat": (
+        "https://chat.googleapis.com/v1/spaces/AAAAbbbb/messages"
+        "?key=AIzaSyDdI0hCZtE6vySjMm&token=Qe5Rt7Yu9Io1Pa3Sd",
+        "AIzaSyDdI0hCZtE6",
+    ),
+}
+
+
+@pytest.fixture(params=sorted(URLS_DE_CHAT))
+def chat(request: pytest.FixtureRequest) -> tuple[Webhook, str]:
+    url, segredo = URLS_DE_CHAT[request.param]
+    gancho = Webhook.objects.create(
+        tenant=helpers.criar_tenant(),
+        canal=request.param,
+        url=url,
+        segredo="",
+        eventos=["job.pronto"],
+    )
+    return gancho, segredo
+
+
+def test_o_nome_do_webhook_de_chat_mostra_so_o_host_e_o_fim(
+    chat: tuple[Webhook, str],
+) -> None:
+    gancho, segredo = chat
+
+    assert segredo not in str(gancho)
+    assert gancho.url not in str(gancho)
+    assert str(gancho).endswith(gancho.url[-4:])
+
+
+@pytest.mark.parametrize(
+    "lookup", ["url__startswith", "url__istartswith", "url__contains", "url"]
+)
+def test_url_nao_e_um_filtro_da_lista_de_webhooks(
+    chat: tuple[Webhook, str], suporte: Client, raiz: Client, lookup: str
+) -> None:
+    gancho, _ = chat
+    for cliente in (suporte, raiz):
+        certo = lista_de_webhooks(
+            cliente, f"id__exact={gancho.pk}&{lookup}={gancho.url[:40]}"
+        )
+        errado = lista_de_webhooks(cliente, f"id__exact={gancho.pk}&{lookup}=https://x")
+
+        assert certo.status_code == errado.status_code == 400
+
+
+def test_url_nao_passa_pelas_entregas_nem_pelo_tenant(
+    chat: tuple[Webhook, str], raiz: Client
+) -> None:
+    gancho, _ = chat
+    prefixo = gancho.url[:40]
+
+    entregas = raiz.get(
+        f"/admin/relatorios/entrega/?webhook__url__startswith={prefixo}"
+    )
+    tenants = raiz.get(f"/admin/relatorios/tenant/?webhooks__url__startswith={prefixo}")
+
+    assert entregas.status_code == tenants.status_code == 400
+
+
+def test_paginas_do_admin_nao_mostram_a_url_do_chat(
+    chat: tuple[Webhook, str], suporte: Client, raiz: Client
+) -> None:
+    gancho, segredo = chat
+    entrega = Entrega.objects.create(
+        mensagem_id="hostil-1",
+        tenant=gancho.tenant,
+        canal=gancho.canal,
+        evento="job.pronto",
+        webhook=gancho,
+        payload={},
+    )
+    paginas = [
+        "/admin/relatorios/webhook/",
+        f"/admin/relatorios/webhook/{gancho.pk}/change/",
+        f"/admin/relatorios/webhook/{gancho.pk}/history/",
+        f"/admin/relatorios/webhook/{gancho.pk}/delete/",
+        "/admin/relatorios/entrega/",
+        f"/admin/relatorios/entrega/{entrega.pk}/change/",
+    ]
+    for cliente in (suporte, raiz):
+        for pagina in paginas:
+            resposta = cliente.get(pagina)
+            assert resposta.status_code in (200, 403), pagina
+            assert segredo.encode() not in resposta.content, pagina
+
+
+def test_registro_do_admin_nao_guarda_a_url_do_chat(
+    chat: tuple[Webhook, str], raiz: Client
+) -> None:
+    gancho, segredo = chat
+
+    resposta = raiz.post(
+        f"/admin/relatorios/webhook/{gancho.pk}/change/",
+        {"eventos": ["job.pronto", "job.falhou"], "ativo": "on"},
+    )
+
+    assert resposta.status_code == 302
+    [registro] = LogEntry.objects.filter(object_id=str(gancho.pk))
+    assert segredo not in registro.object_repr
+    assert gancho.url not in registro.object_repr

@@ -3,6 +3,8 @@ the indexes its statements use, and who may open it."""
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -375,3 +377,64 @@ def test_o_grupo_suporte_so_le_o_painel(grupo_suporte: Group) -> None:
     do_painel = grupo_suporte.permissions.filter(codename__contains="painel")
 
     assert list(do_painel.values_list("codename", flat=True)) == ["ver_painel"]
+
+
+# --- Its cost ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_reabrir_o_painel_logo_depois_nao_le_nada(
+    cenario: Cenario, settings: Any
+) -> None:
+    settings.RELATORIOS_PAINEL_CACHE_S = 60
+    primeiro = cliente_de(cenario.suporte).get(PAINEL)
+    with CaptureQueriesContext(connection) as lidas:
+        segundo = cliente_de(cenario.suporte).get(PAINEL)
+
+    assert segundo.context["painel"] is primeiro.context["painel"]
+    assert not [q for q in lidas.captured_queries if "relatorio_jobs" in q["sql"]]
+    assert "Montado às" in segundo.content.decode()
+
+
+@pytest.mark.django_db
+def test_sem_validade_o_painel_e_montado_a_cada_abertura(
+    cenario: Cenario, settings: Any
+) -> None:
+    settings.RELATORIOS_PAINEL_CACHE_S = 0
+    primeiro = cliente_de(cenario.suporte).get(PAINEL)
+    segundo = cliente_de(cenario.suporte).get(PAINEL)
+
+    assert segundo.context["painel"] is not primeiro.context["painel"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_aberturas_simultaneas_montam_o_painel_uma_vez(
+    settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings.RELATORIOS_PAINEL_CACHE_S = 60
+    montagens: list[int] = []
+    montar = painel.montar
+
+    def contando(fuso: str) -> Any:
+        montagens.append(1)
+        time.sleep(0.5)  # a slow build: the others arrive while it runs
+        return montar(fuso)
+
+    monkeypatch.setattr(painel, "montar", contando)
+    vistos: list[Any] = []
+
+    def abrir() -> None:
+        try:
+            vistos.append(painel.montado("America/Sao_Paulo"))
+        finally:
+            connection.close()
+
+    linhas = [threading.Thread(target=abrir) for _ in range(4)]
+    for linha in linhas:
+        linha.start()
+    for linha in linhas:
+        linha.join()
+
+    assert len(montagens) == 1
+    assert len(vistos) == 4
+    assert all(v is vistos[0] for v in vistos)

@@ -366,3 +366,17 @@ def test_lista_le_o_fuso_de_todos_numa_consulta(
     assert len(lista) == 4
     assert all("(horário de Brasília); próximo: " in a["descricao"] for a in lista)
     assert len(quatro) == len(um), "\n".join(q["sql"] for q in quatro)
+
+
+@pytest.mark.parametrize(
+    "cron", ["R 3 * * *", "0 R * * *", "0 3 R * *", "H 3 * * *", "r(0-30) 3 * * *"]
+)
+def test_cron_com_campo_aleatorio_e_400_que_nomeia_o_campo(
+    cliente: Client, cron: str
+) -> None:
+    # croniter picks a new time at each parse: it would never fire when due.
+    resposta = post(cliente, "/relatorios/agendamentos", AGENDAMENTO | {"cron": cron})
+    assert resposta.status_code == 400
+    assert resposta.json()["campo"] == "cron"
+    assert "aleatório" in resposta.json()["erro"]
+    assert not Agendamento.objects.exists()

@@ -204,12 +204,14 @@ def test_job_de_outro_tenant_e_404_antes_de_abrir(
         ({"Authorization": "Token nao-existe"}, 401, None),
         ({"Last-Event-ID": "abc"}, 400, "Last-Event-ID"),
         ({"Last-Event-ID": "-1"}, 400, "Last-Event-ID"),
+        # A digit to str.isdigit, not to int(): was a 500.
+        ({"Last-Event-ID": "²".encode("latin-1")}, 400, "Last-Event-ID"),
     ],
 )
 def test_pedido_ruim_e_recusado_em_json_antes_de_abrir(
     token: str,
     eventos: Callable[..., str],
-    cabecalhos: dict[str, str],
+    cabecalhos: dict[str, Any],
     codigo: int,
     campo: str | None,
 ) -> None:

@@ -25,6 +25,8 @@ class Rele:
         self._ouvinte = socket.create_server(("127.0.0.1", 0))
         self.porta = int(self._ouvinte.getsockname()[1])
         self._silencio = threading.Event()
+        self._recusa = threading.Event()
+        self._mudos: set[socket.socket] = set()
         self._fim = threading.Event()
         self._trava = threading.Lock()
         self._abertos: list[socket.socket] = []
@@ -35,7 +37,22 @@ class Rele:
         return f"postgres://postgres@127.0.0.1:{self.porta}/{banco}"
 
     def silenciar(self) -> None:
+        """From now on nothing is answered: the open connections stay
+        black-holed for good, new ones are accepted and never served."""
+        with self._trava:
+            self._mudos.update(self._abertos)
         self._silencio.set()
+
+    def falar(self) -> None:
+        """The server is back for new connections; the ones silenced stay so
+        (a failover's old sockets)."""
+        with self._trava:
+            self._mudos.update(self._abertos)
+        self._silencio.clear()
+
+    def recusar(self) -> None:
+        """New connections are closed at once, as a server refusing them."""
+        self._recusa.set()
 
     def fechar(self) -> None:
         self._fim.set()
@@ -54,9 +71,14 @@ class Rele:
                 cliente, _ = self._ouvinte.accept()
             except OSError:
                 return
+            if self._recusa.is_set():
+                cliente.close()
+                continue
             self._guardar(cliente)
             self.aceitas += 1
             if self._silencio.is_set():
+                with self._trava:
+                    self._mudos.add(cliente)
                 continue  # accepted, never served
             try:
                 servidor = socket.create_connection(("127.0.0.1", self.destino))
@@ -71,7 +93,7 @@ class Rele:
 
     def _bombear(self, de: socket.socket, para: socket.socket) -> None:
         while not self._fim.is_set():
-            if self._silencio.is_set():
+            if self._silencio.is_set() or de in self._mudos:
                 # Nothing is read, so nothing is answered; the connection stays.
                 self._fim.wait(0.05)
                 continue

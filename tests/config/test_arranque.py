@@ -127,3 +127,28 @@ def test_check_deploy_acusa_o_que_falta_sem_elas() -> None:
     assert "relatorios.W010" in saida  # CSRF cookie not secure (security.W016)
     assert "relatorios.W001" in saida  # emails written to the log stream
     assert "relatorios.W002" in saida  # links in emails without a host
+
+
+@pytest.mark.parametrize(
+    ("nome", "valor"),
+    [
+        ("RELATORIOS_EVENTOS_REVISAO_S", "0"),
+        ("RELATORIOS_EVENTOS_REVISAO_S", "6"),
+        ("RELATORIOS_EVENTOS_VIDA_MAX_S", "0"),
+        ("RELATORIOS_EVENTOS_ESPERA_BANCO_S", "-1"),
+    ],
+)
+def test_processo_de_eventos_recusa_um_ajuste_invalido_nomeando_o(
+    pasta_saida: Path, nome: str, valor: str
+) -> None:
+    processo = processos.Processo(
+        [sys.executable, "-m", "config.eventos"],
+        processos.ambiente(
+            EVENTOS_BIND=f"127.0.0.1:{processos.porta_livre()}", **{nome: valor}
+        ),
+        pasta_saida / "eventos.log",
+    )
+    assert esperar_saida(processo) != 0
+    log = processo.texto_do_log()
+    assert "refusing to start" in log
+    assert nome in log

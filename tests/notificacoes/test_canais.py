@@ -262,6 +262,37 @@ def test_o_chat_recebe_o_relatorio_agendado_com_link_e_sem_arquivo(
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("canal", ["slack", "teams", "google_chat"])
+def test_nome_do_agendamento_nao_formata_nem_vira_link_no_chat(
+    tenant: Tenant, receptor: ReceptorTls, canal: str
+) -> None:
+    integracao = integrar(tenant, canal, f"{receptor.url}/{canal}", ["job.pronto"])
+    helpers.criar_lojas(tenant, "L001")
+    agendamento = helpers.criar_agendamento(
+        tenant,
+        nome="Fechamento *urgente* _hoje_ ~x~ `y` https://mal.example www.mal.example",
+        destinatarios=[],
+        webhooks=[integracao.pk],
+    )
+    disparo.disparar(agora=agendamento.proximo_disparo)
+    ocorrencia = Ocorrencia.objects.get(agendamento=agendamento)
+    RelatorioJob.objects.filter(pk=ocorrencia.job_id).update(
+        status=EstadoDoJob.PRONTO,
+        resultado={"agrupar": "mes", "linhas": [], "totais": {}},
+        concluido_em=timezone.now(),
+        expira_em=timezone.now() + timedelta(days=1),
+    )
+    alertas.verificar()
+    helpers.entregar_em_voo()
+
+    [(_, corpo)] = receptor.recebidos
+    lidos_como_markup = " ".join(interpretado(canal, corpo))
+    assert "Fechamento" in lidos_como_markup
+    for markup in ("*urgente*", "_hoje_", "~x~", "`y`", "https://", "mal.example"):
+        assert markup not in lidos_como_markup
+
+
+@pytest.mark.django_db
 def test_alerta_vai_ao_chat_assinante(tenant: Tenant, receptor: ReceptorTls) -> None:
     integrar(tenant, "slack", f"{receptor.url}/alertas", ["alerta.aberto"])
     integrar(tenant, "teams", f"{receptor.url}/outros", ["job.pronto"])

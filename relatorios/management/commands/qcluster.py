@@ -14,7 +14,7 @@ routines run, and the cluster's metrics server.
 - the schedules' firing (`disparo.disparar`) and, after it, the absence
   checker (`alertas.verificar`: a due occurrence is fired, not recorded as
   unfired) every RELATORIOS_AGENDADOR_S; the notification outbox's sweep
-  (`saida.varrer`); the retention of old jobs and events every
+  (`entrega.varrer`); the retention of old jobs and events every
   RELATORIOS_EXPURGO_S;
 - computing ahead (`antecipacao.antecipar`) every RELATORIOS_ANTECIPAR_S
   when RELATORIOS_ANTECIPAR is on: each report is submitted once however
@@ -41,7 +41,7 @@ from relatorios.eventos import leitura
 from relatorios.fila import clusters, supervisor
 from relatorios.fila.supervisor import Rotina, Servidor, Supervisor
 from relatorios.jobs import antecipacao, retencao, varredura
-from relatorios.notificacoes import saida
+from relatorios.notificacoes import entrega
 from relatorios.operacao import exposicao
 
 
@@ -79,7 +79,7 @@ def rotinas(s: Supervisor) -> list[Rotina]:
         Rotina("varredura", intervalo, varredura.varrer),
         Rotina("agendador", agendador, disparo.disparar),
         Rotina("verificador", agendador, verificar),
-        Rotina("entregas", intervalo, saida.varrer),
+        Rotina("entregas", intervalo, entrega.varrer),
         Rotina("retenção", settings.RELATORIOS_EXPURGO_S, retencao.expurgar),
         Rotina("eventos", settings.RELATORIOS_EXPURGO_S, leitura.expurgar),
         Rotina("métricas", intervalo, exposicao.esquecer_processos_mortos),

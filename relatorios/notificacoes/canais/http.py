@@ -23,8 +23,10 @@ def postar(
     request_id: str | None = None,
 ) -> ResultadoDoEnvio:
     """POST `corpo` (JSON) to `url`: its address checked again now (SSRF) and
-    connected to as checked (no redirects followed, connect and read
-    timeouts); a 2xx is `ok`, anything else an error support can read."""
+    connected to as checked (no redirects followed); each socket operation
+    within RELATORIOS_WEBHOOK_TIMEOUT_S and the whole POST within twice
+    that (`prazo_do_post_s`); a 2xx is `ok`, anything else an error support
+    can read."""
     try:
         partes, porta, endereco = destinos.destino(url)
     except DestinoRecusado as recusa:
@@ -43,18 +45,25 @@ def postar(
         todos[logs.CABECALHO] = request_id
     caminho = (partes.path or "/") + (f"?{partes.query}" if partes.query else "")
     timeout = settings.RELATORIOS_WEBHOOK_TIMEOUT_S
-    conexao = destinos.conexao(partes, porta, endereco, timeout)
-    try:
-        conexao.request("POST", caminho, body=texto.encode(), headers=todos)
-        resposta = conexao.getresponse()
-        # Only an excerpt: a receiver's answer says nothing we act on.
-        lido = resposta.read(TRECHO_MAX).decode(errors="replace")
-    except TimeoutError:
-        return ResultadoDoEnvio(ok=False, erro=f"sem resposta em {timeout:g} s")
-    except (OSError, http.client.HTTPException) as exc:
-        return ResultadoDoEnvio(ok=False, erro=trecho(f"{type(exc).__name__}: {exc}"))
-    finally:
-        conexao.close()
+    prazo_s = prazo_do_post_s()
+    with destinos.conexao(partes, porta, endereco, timeout, prazo_s) as (
+        conexao,
+        prazo,
+    ):
+        try:
+            conexao.request("POST", caminho, body=texto.encode(), headers=todos)
+            resposta = conexao.getresponse()
+            # Only an excerpt: a receiver's answer says nothing we act on.
+            lido = resposta.read(TRECHO_MAX).decode(errors="replace")
+        except (OSError, http.client.HTTPException) as exc:
+            if prazo.esgotado:
+                # A receiver answering a byte at a time, each in time.
+                erro = f"resposta incompleta em {prazo_s:g} s (prazo do envio)"
+            elif isinstance(exc, TimeoutError):
+                erro = f"sem resposta em {timeout:g} s"
+            else:
+                erro = trecho(f"{type(exc).__name__}: {exc}")
+            return ResultadoDoEnvio(ok=False, erro=erro)
     if 200 <= resposta.status < 300:
         return ResultadoDoEnvio(ok=True, status=resposta.status)
     return ResultadoDoEnvio(
@@ -62,3 +71,9 @@ def postar(
         status=resposta.status,
         erro=trecho(f"HTTP {resposta.status}: {lido}"),
     )
+
+
+def prazo_do_post_s() -> float:
+    """The whole POST's deadline (connect, send, status line, headers, the
+    excerpt): the connect's timeout plus the answer's."""
+    return 2 * settings.RELATORIOS_WEBHOOK_TIMEOUT_S
