@@ -6,26 +6,13 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
-_MESES = [
-    "janeiro",
-    "fevereiro",
-    "março",
-    "abril",
-    "maio",
-    "junho",
-    "julho",
-    "agosto",
-    "setembro",
-    "outubro",
-    "novembro",
-    "dezembro",
-]
+from relatorios.models.frases_de_cron import MESES
 
 
 def mes_por_extenso(iso: str) -> str:
     """ "2026-11" (or "2026-11-01") as "novembro de 2026"."""
     ano, mes = iso.split("-")[:2]
-    return f"{_MESES[int(mes) - 1]} de {int(ano)}"
+    return f"{MESES[int(mes)]} de {int(ano)}"
 
 
 def resumo_dos_params(params: dict[str, Any]) -> str:
