@@ -15,7 +15,7 @@ from django.db import OperationalError
 from django.test import RequestFactory
 
 from config.logs import configuracao
-from relatorios.operacao.conexao import ConexaoPerdida
+from relatorios.operacao.conexao import ErrosDoBanco
 
 TOKEN = "AbCdEfGh1234.zYxWvUt9876-segredo"
 CAMINHO = f"/baixar/{TOKEN}"
@@ -37,7 +37,7 @@ def saida(
 
 
 def conexao_perdida() -> None:
-    ConexaoPerdida(lambda r: None).process_exception(  # type: ignore[arg-type,return-value]
+    ErrosDoBanco(lambda r: None).process_exception(  # type: ignore[arg-type,return-value]
         RequestFactory().get(CAMINHO), OperationalError("server closed the connection")
     )
 
