@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from email import message_from_bytes, policy
 from pathlib import Path
@@ -83,9 +84,12 @@ def _painel_novo() -> Iterator[None]:
 
 @pytest.fixture
 def pasta_saida(request: pytest.FixtureRequest) -> Path:
-    """test-output/<test>/: logs of child processes, screenshots."""
+    """test-output/<test>/: logs of child processes, screenshots. Emptied
+    first: tests that count lines of their children's logs must not count a
+    previous run's."""
     nome = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid)
     pasta = processos.RAIZ / "test-output" / nome
+    shutil.rmtree(pasta, ignore_errors=True)
     pasta.mkdir(parents=True, exist_ok=True)
     return pasta
 

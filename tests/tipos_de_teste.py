@@ -249,6 +249,9 @@ class Volumoso(TipoRelatorio):
     resultado = ResultadoVolumosoSerializer
     exemplo = {"linhas": []}
     tabelas_erp = ()
+    # Its one chunk has no dates and depends on RELATORIOS_TESTE_LINHAS, not
+    # on ERP rows: always computed.
+    partes_reutilizaveis = False
 
     def partes(
         self, cursor: CursorWrapper, ctx: Contexto, params: Mapping[str, Any]

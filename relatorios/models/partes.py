@@ -42,8 +42,8 @@ class VersaoErp(models.Model):
     # outlive nothing it guards but never restart from 0 either.
     tenant_id = models.BigIntegerField()
     tabela = models.TextField()
-    mes = models.DateField()
-    versao = models.BigIntegerField()
+    mes = models.DateField(verbose_name="mês")
+    versao = models.BigIntegerField(verbose_name="versão")
 
     class Meta:
         db_table = "relatorio_versoes_erp"

@@ -147,7 +147,7 @@ class PadraoDesligado(models.Model):
     id = models.BigAutoField(primary_key=True)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+")
     tipo = models.TextField()
-    periodo = models.TextField()
+    periodo = models.TextField(verbose_name="período")
     # The normalized parameters but the range (stores, grouping...).
     resto = models.JSONField()
     desligado_em = models.DateTimeField(auto_now_add=True)

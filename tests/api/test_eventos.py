@@ -419,6 +419,10 @@ def test_fluxos_abertos_nao_seguram_thread_nem_conexao(
 
         assert [f.status for f in fluxos] == [200] * 19
         assert _threads(worker) == threads
-        assert _conexoes_do_banco() == conexoes
+        # A database read runs on a thread of the loop's pool, which keeps
+        # its connection (eventos/no_banco.py): one more thread of that pool
+        # may have read for the first time, but connections are the pool's
+        # threads at most, never one per stream (19 here).
+        assert conexoes <= _conexoes_do_banco() <= threads
     finally:
         processo.parar()

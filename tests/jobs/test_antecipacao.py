@@ -450,7 +450,10 @@ def test_padrao_de_boa_precisao_continua(tenant: Tenant, settings: Any) -> None:
 @pytest.mark.parametrize(
     ("ambiente", "mensagem"),
     [
-        ({"RELATORIOS_ANTECIPAR": "talvez"}, "RELATORIOS_ANTECIPAR: 'talvez'"),
+        (
+            {"RELATORIOS_ANTECIPAR": "talvez"},
+            "RELATORIOS_ANTECIPAR='talvez' is not a switch",
+        ),
         ({"RELATORIOS_ANTECIPAR_S": "0"}, "RELATORIOS_ANTECIPAR_S must be > 0"),
         (
             {"RELATORIOS_ANTECIPAR_PRECISAO_MINIMA": "1.5"},
